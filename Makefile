@@ -1,0 +1,55 @@
+# mxkv — the two commands a newcomer needs: `make tutorial` and `make test`.
+# Each sets up what is missing (a .venv with the package, Debian's clojure
+# package, the compiled bridge interface), then runs.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.mxkv-installed
+
+.PHONY: all setup test test-python test-clojure tutorial clojure golden bench bench-quick lint clean
+
+all: test
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 9) else 1)' \
+	  || { echo "mxkv needs Python >= 3.9 (found: $$($(PYTHON) --version 2>&1))"; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) \
+	  || { echo "could not create $(VENV): install python3-venv (apt-get install -y python3-venv)"; exit 1; }
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[test]'
+	@touch $@
+
+# The JVM side: Debian's clojure package when no Clojure is found, and javac.
+clojure: $(STAMP)
+	@bash tools/ensure-clojure.sh
+
+test: test-python test-clojure
+
+test-python: $(STAMP)
+	$(PY) -m pytest -q tests
+
+test-clojure: clojure
+	$(VENV)/bin/mxkv test
+
+tutorial: clojure
+	$(VENV)/bin/mxkv tutorial
+
+# Regenerate the MXNet 1.9.1 golden files the parity tests compare against.
+golden:
+	bash tools/mxnet-golden.sh
+
+bench: $(STAMP)
+	bash benchmarks/run.sh full
+
+bench-quick: $(STAMP)
+	bash benchmarks/run.sh quick
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check python tests || true
+
+clean:
+	rm -rf $(VENV) clojure/classes build python/*.egg-info
