@@ -10,16 +10,11 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import base
-from .base import MXNetError
-from . import context
-from .context import Context, cpu, gpu, cpu_pinned, current_context
-from . import ndarray
-from . import ndarray as nd
-from . import optimizer
-from . import lr_scheduler
-from . import kvstore
+from . import base, context, kvstore, lr_scheduler, ndarray, optimizer
 from . import kvstore as kv
+from . import ndarray as nd
+from .base import MXNetError
+from .context import Context, cpu, cpu_pinned, current_context, gpu
 
 __all__ = [
     "MXNetError", "Context", "cpu", "gpu", "cpu_pinned", "current_context",

@@ -1,0 +1,189 @@
+"""The KVStore interface, its registry and the factory (MXNet's ``kvstore/base.py``).
+
+``create(name)`` lower-cases the name, looks it up in the registry of plugin
+stores first, then parses it as MXNet does: by substring, ``dist`` selects a
+distributed store, ``nccl`` the NCCL store, ``device`` the device comm, and
+anything else is a local store over the CPU comm.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Dict, Type
+
+from ..base import MXNetError
+
+__all__ = ["KVStoreBase", "create"]
+
+
+class KVStoreBase:
+    """An abstract key-value store for data-parallel training.
+
+    Subclass it and decorate with :meth:`KVStoreBase.register` to plug a
+    store in: ``mx.kv.create('mystore')`` then builds it.
+    """
+
+    OPTIMIZER = "optimizer"
+
+    kv_registry: Dict[str, Type["KVStoreBase"]] = {}
+
+    def broadcast(self, key, value, out, priority: int = 0) -> None:
+        """Broadcast ``value`` for ``key`` to every array in ``out``."""
+        raise NotImplementedError()
+
+    def pushpull(self, key, value, out=None, priority: int = 0) -> None:
+        """Push ``value`` then pull the result into ``out`` (or ``value``)."""
+        raise NotImplementedError()
+
+    def set_optimizer(self, optimizer) -> None:
+        """Register an optimizer that runs on every push."""
+        raise NotImplementedError()
+
+    def is_capable(self, capability: str) -> bool:
+        """Whether the store supports ``capability`` (e.g. ``'optimizer'``)."""
+        raise NotImplementedError()
+
+    def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        raise NotImplementedError()
+
+    def load_optimizer_states(self, fname: str) -> None:
+        raise NotImplementedError()
+
+    @property
+    def type(self) -> str:
+        raise NotImplementedError()
+
+    @property
+    def rank(self) -> int:
+        raise NotImplementedError()
+
+    @property
+    def num_workers(self) -> int:
+        raise NotImplementedError()
+
+    @staticmethod
+    def register(klass: Type["KVStoreBase"]) -> Type["KVStoreBase"]:
+        """Register a store class under its lower-cased class name.
+
+        Examples
+        --------
+        >>> @mx.kvstore.KVStoreBase.register
+        ... class MyKVStore(mx.kvstore.KVStoreBase):
+        ...     pass
+        >>> type(mx.kv.create('MyKVStore')).__name__
+        'MyKVStore'
+        """
+        if not isinstance(klass, type):
+            raise TypeError(f"KVStoreBase.register expects a class, got {klass!r}")
+        name = klass.__name__.lower()
+        old = KVStoreBase.kv_registry.get(name)
+        if old is not None and old is not klass:
+            warnings.warn(
+                f"WARNING: New kvstore {klass.__module__}.{klass.__name__} is overriding "
+                f"existing kvstore {old.__module__}.{old.__name__}", stacklevel=2
+            )
+        KVStoreBase.kv_registry[name] = klass
+        return klass
+
+
+@KVStoreBase.register
+class TestStore(KVStoreBase):
+    """A store for testing plugins: broadcast copies, pushpull sums (as MXNet's)."""
+
+    def broadcast(self, key, value, out, priority: int = 0) -> None:
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        for o in outs:
+            o[:] = value
+
+    def pushpull(self, key, value, out=None, priority: int = 0) -> None:
+        values = value if isinstance(value, (list, tuple)) else [value]
+        ctx = values[0].context
+        total = values[0].as_in_context(ctx).copy()
+        for v in values[1:]:
+            total += v.as_in_context(ctx)
+        targets = values if out is None else (out if isinstance(out, (list, tuple)) else [out])
+        for o in targets:
+            o[:] = total
+
+    @staticmethod
+    def is_capable(capability: str) -> bool:
+        if capability.lower() == KVStoreBase.OPTIMIZER:
+            return False
+        raise ValueError(f"Unknown capability: {capability}")
+
+    @property
+    def type(self) -> str:
+        return "teststore"
+
+    @property
+    def rank(self) -> int:
+        return 0
+
+    @property
+    def num_workers(self) -> int:
+        return 1
+
+    def set_optimizer(self, optimizer) -> None:
+        raise NotImplementedError()
+
+    def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        raise NotImplementedError()
+
+    def load_optimizer_states(self, fname: str) -> None:
+        raise NotImplementedError()
+
+
+# Built-in store families, chosen by substring of the lower-cased type name.
+# Each maker takes the name and returns a store; later issues add dist/nccl.
+_FAMILIES: Dict[str, Callable[[str], Any]] = {}
+
+
+def register_family(pattern: str, maker: Callable[[str], Any]) -> None:
+    """Register how type names containing ``pattern`` are built (``'dist'``, ``'nccl'``)."""
+    _FAMILIES[pattern] = maker
+
+
+def _unavailable(what: str, issue: str) -> Callable[[str], Any]:
+    def maker(name: str):
+        raise MXNetError(
+            f"kvstore type '{name}' needs the {what}, which mxkv does not provide yet "
+            f"({issue}); use 'local' or 'device' on one machine"
+        )
+    return maker
+
+
+register_family("dist", _unavailable("distributed store on Ray", "the distributed-store issue"))
+register_family("nccl", _unavailable("NCCL store through CuPy", "the GPU comms issue"))
+
+
+def create(name: str = "local") -> KVStoreBase:
+    """Create a KVStore.
+
+    Parameters
+    ----------
+    name : str
+        ``'local'`` (reduce on the CPU), ``'device'`` (reduce on the devices
+        the values live on), a registered plugin name, or one of the
+        distributed/NCCL types. Matched lower-cased, by substring, as MXNet.
+
+    Returns
+    -------
+    KVStoreBase
+
+    Examples
+    --------
+    >>> kv = mx.kv.create('local')
+    >>> kv.type
+    'local'
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {type(name).__name__}")
+    tname = name.lower()
+    if tname in KVStoreBase.kv_registry:
+        return KVStoreBase.kv_registry[tname]()
+    if "dist" in tname:
+        return _FAMILIES["dist"](tname)
+    if "nccl" in tname:
+        return _FAMILIES["nccl"](tname)
+    from .local import KVStore
+
+    return KVStore(tname, comm="device" if "device" in tname else "cpu")

@@ -1,0 +1,6 @@
+"""Comms: how a store reduces pushed values and broadcasts pulled ones."""
+from .base import Comm, copy_array, create_comm, sum_row_sparse
+from .cpu import CommCPU
+from .device import CommDevice
+
+__all__ = ["Comm", "CommCPU", "CommDevice", "create_comm", "copy_array", "sum_row_sparse"]

@@ -1,0 +1,109 @@
+"""The Comm interface: how the values pushed for a key are reduced, and how
+a stored value reaches the outputs of a pull.
+
+A comm knows arrays and devices, never key names, updaters or optimizers.
+Comms are registered by name (``Comm.register``) and built by
+:func:`create_comm`; the local store picks ``cpu`` or ``device`` from its
+type string, and later issues add ``tree`` and ``nccl``.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Type
+
+import numpy as np
+
+from ...base import MXNetError
+from ...context import Context, cpu_pinned
+from ...ndarray import NDArray
+from ...ndarray.sparse import RowSparseNDArray
+from .reduce import Reducer
+
+__all__ = ["Comm", "create_comm", "copy_array", "sum_row_sparse"]
+
+
+def copy_array(dst: Any, src: Any) -> None:
+    """Copy the contents of ``src`` into the existing buffer ``dst``.
+
+    Both are numpy or cupy arrays of the same size; they may live on
+    different devices (host to device, device to host, device to device).
+    """
+    if isinstance(dst, np.ndarray):
+        if isinstance(src, np.ndarray):
+            np.copyto(dst, src.reshape(dst.shape), casting="unsafe")
+        else:  # cupy -> host
+            src.reshape(dst.shape).get(out=dst)
+        return
+    if isinstance(src, np.ndarray):
+        dst.set(np.ascontiguousarray(src.reshape(dst.shape), dtype=dst.dtype))
+    elif src.device.id == dst.device.id:
+        dst[...] = src.reshape(dst.shape)
+    else:  # peer copy between two GPUs
+        dst.data.copy_from_device(src.data, dst.nbytes)
+
+
+def sum_row_sparse(values: Sequence[RowSparseNDArray], xp: Any = np):
+    """Sum row-sparse arrays: the union of their rows, rows present in
+    several arrays added. Returns ``(data, indices)`` as arrays of ``xp``."""
+    idx_parts = [xp.asarray(v._indices) for v in values]
+    uniq = xp.unique(xp.concatenate(idx_parts)) if idx_parts else xp.zeros(0, np.int64)
+    first = values[0]
+    data = xp.zeros((uniq.shape[0],) + tuple(first.shape[1:]), dtype=first._data.dtype)
+    for v, idx in zip(values, idx_parts):
+        if idx.shape[0]:
+            # indices of one array are unique, so a fancy-indexed += is exact
+            data[xp.searchsorted(uniq, idx)] += xp.asarray(v._data)
+    return data, uniq.astype(np.int64)
+
+
+class Comm:
+    """Reduces and broadcasts arrays for a store.
+
+    Subclasses set ``name`` and are registered with :meth:`Comm.register`.
+    """
+
+    name = "base"
+    registry: Dict[str, Type["Comm"]] = {}
+
+    def __init__(self) -> None:
+        self.reducer = Reducer()
+        self.gc = None
+        self.store_ctx: Context = cpu_pinned(0)
+
+    @staticmethod
+    def register(klass: Type["Comm"]) -> Type["Comm"]:
+        Comm.registry[klass.name] = klass
+        return klass
+
+    # -- the interface --------------------------------------------------
+    def init(self, key: Any, shape: tuple, dtype: Any, stype: str) -> None:
+        """Called once per key at init, before any reduce of that key."""
+
+    def set_gradient_compression(self, gc: Any) -> None:
+        self.gc = gc
+
+    def reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
+        """Sum the dense ``srcs``; into ``out`` when given, else into a buffer
+        the comm owns (or, for one source and no ``out``, the source itself)."""
+        raise NotImplementedError
+
+    def reduce_row_sparse(self, key: Any, srcs: List[RowSparseNDArray]) -> RowSparseNDArray:
+        """Sum row-sparse ``srcs`` (union of rows) into a new array on the store context."""
+        data, idx = sum_row_sparse(srcs)
+        return RowSparseNDArray(data, idx, srcs[0].shape, self.store_ctx)
+
+    def broadcast(self, key: Any, src: NDArray, dsts: List[NDArray]) -> None:
+        """Copy dense ``src`` into every dense ``dst``."""
+        s = src._array
+        for d in dsts:
+            copy_array(d._array, s)
+
+    def close(self) -> None:
+        self.reducer.close()
+
+
+def create_comm(name: str) -> Comm:
+    try:
+        klass = Comm.registry[name]
+    except KeyError:
+        raise MXNetError(f"unknown comm {name!r}; known: {sorted(Comm.registry)}") from None
+    return klass()

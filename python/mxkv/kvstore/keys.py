@@ -1,0 +1,110 @@
+"""Normalising the (key, value) arguments of a KVStore call.
+
+MXNet accepts a single key with one value or a list of values (several
+devices), or a list of keys with a list of values or lists of values. This
+module turns all of these into a flat list of ``(key, value)`` pairs and
+checks the shapes of the arguments, so that a store can validate a whole
+call before it mutates anything.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Sequence, Tuple
+
+import numpy as np
+
+from ..base import MXNetError
+from ..ndarray import NDArray
+from ..ndarray.sparse import RowSparseNDArray
+
+__all__ = ["flatten", "key_name", "is_array"]
+
+_ARRAY_TYPES = (NDArray, RowSparseNDArray)
+
+
+def key_name(key: Any) -> str:
+    """How a key is named in messages: ``'3'`` for a str, ``3`` for an int."""
+    return repr(key)
+
+
+def is_array(value: Any) -> bool:
+    return isinstance(value, _ARRAY_TYPES)
+
+
+def _check_key(key: Any, op: str) -> Tuple[Any, bool]:
+    if isinstance(key, bool):
+        raise MXNetError(f"{op}: key {key!r} is a bool; keys are int or str")
+    if isinstance(key, str):
+        return key, True
+    if isinstance(key, (int, np.integer)):
+        k = int(key)
+        if not -(2 ** 31) <= k < 2 ** 31:
+            raise MXNetError(f"{op}: int key {k} does not fit in 32 bits")
+        return k, False
+    raise MXNetError(f"{op}: unexpected type for key: {type(key).__name__} ({key!r}); "
+                     "keys are int or str")
+
+
+def _check_value(key: Any, value: Any, op: str, what: str) -> Any:
+    if not isinstance(value, _ARRAY_TYPES):
+        raise MXNetError(
+            f"{op}: {what} for key {key_name(key)} must be an NDArray, "
+            f"got {type(value).__name__}"
+        )
+    return value
+
+
+def flatten(keys: Any, values: Any, op: str, what: str = "value"
+            ) -> Tuple[List[Tuple[Any, Any]], bool]:
+    """Flatten ``keys``/``values`` to ``[(key, array), ...]``.
+
+    Returns the pairs and whether the keys are strings. Raises MXNetError,
+    naming the key at fault, for mismatched lengths, mixed key types and
+    values that are not arrays.
+    """
+    pairs: List[Tuple[Any, Any]] = []
+    if isinstance(keys, (list, tuple)):
+        if not isinstance(values, (list, tuple)):
+            raise MXNetError(
+                f"{op}: {len(keys)} keys were given but the {what}s are a single "
+                f"{type(values).__name__}; give one {what} (or list of {what}s) per key"
+            )
+        if len(keys) != len(values):
+            raise MXNetError(f"{op}: {len(keys)} keys but {len(values)} {what}s")
+        use_str = None
+        for k, v in zip(keys, values):
+            k, is_str = _check_key(k, op)
+            if use_str is None:
+                use_str = is_str
+            elif use_str != is_str:
+                raise MXNetError(
+                    f"{op}: inconsistent types of keys detected: key {key_name(k)} is "
+                    f"{'str' if is_str else 'int'} but earlier keys are "
+                    f"{'str' if use_str else 'int'}"
+                )
+            _append(pairs, k, v, op, what)
+        return pairs, bool(use_str)
+    k, is_str = _check_key(keys, op)
+    _append(pairs, k, values, op, what)
+    return pairs, is_str
+
+
+def _append(pairs: list, key: Any, value: Any, op: str, what: str) -> None:
+    if isinstance(value, (list, tuple)):
+        if len(value) == 0:
+            raise MXNetError(f"{op}: empty list of {what}s for key {key_name(key)}")
+        for v in value:
+            pairs.append((key, _check_value(key, v, op, what)))
+    else:
+        pairs.append((key, _check_value(key, value, op, what)))
+
+
+def group(pairs: Sequence[Tuple[Any, Any]]) -> dict:
+    """Group pairs by key, keeping each key's values in call order."""
+    grouped: dict = {}
+    for k, v in pairs:
+        lst = grouped.get(k)
+        if lst is None:
+            grouped[k] = [v]
+        else:
+            lst.append(v)
+    return grouped

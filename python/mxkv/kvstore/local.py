@@ -1,0 +1,380 @@
+"""The local KVStore: MXNet's ``KVStoreLocal`` over a Comm.
+
+Every call first flattens and validates all of its (key, value) pairs; only
+when the whole call is valid does it touch the store, so a failing call
+leaves the store exactly as it was.
+
+Stored values live on the store context (``cpu(0)``) and are never shared
+with the caller: ``init`` copies, ``pull`` copies out. Without an updater a
+push writes the merged sum straight into the stored buffer; with one, the
+updater runs once per key per push as ``updater(key, merged, stored)``.
+"""
+from __future__ import annotations
+
+import pickle
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from ..base import MXNetError
+from ..context import cpu_pinned
+from ..ndarray import NDArray
+from ..ndarray.sparse import RowSparseNDArray
+from .base import KVStoreBase
+from .comm import create_comm
+from .compression import GradientCompression
+from .keys import flatten, group, key_name
+
+__all__ = ["KVStore"]
+
+
+def _stype(a: Any) -> str:
+    return "row_sparse" if isinstance(a, RowSparseNDArray) else "default"
+
+
+class KVStore(KVStoreBase):
+    """A key-value store on one machine.
+
+    Parameters
+    ----------
+    name : str
+        The type string it was created with (``kv.type`` returns it).
+    comm : str
+        ``'cpu'`` (reduce in host memory) or ``'device'`` (reduce on the
+        devices the values live on).
+    """
+
+    def __init__(self, name: str = "local", comm: str = "cpu") -> None:
+        self._type = name
+        self._comm = create_comm(comm)
+        self._store_ctx = cpu_pinned(0)  # MXNet's pinned_ctx_
+        self._comm.store_ctx = self._store_ctx
+        self._data: Dict[Any, Any] = {}
+        self._order: Dict[Any, int] = {}
+        self._key_is_str: Optional[bool] = None
+        self._updater: Optional[Callable] = None
+        self._compression: Optional[GradientCompression] = None
+        self._barrier_before_exit = True
+
+    # -- properties --------------------------------------------------------
+    @property
+    def type(self) -> str:
+        """The type string, lower-cased (``'local'``, ``'device'``...)."""
+        return self._type
+
+    @property
+    def rank(self) -> int:
+        return 0
+
+    @property
+    def num_workers(self) -> int:
+        return 1
+
+    def is_capable(self, capability: str) -> bool:
+        if capability.lower() == KVStoreBase.OPTIMIZER:
+            return True
+        raise ValueError(f"Unknown capability: {capability}")
+
+    def __repr__(self) -> str:
+        return f"<KVStore type={self._type} keys={len(self._data)}>"
+
+    # -- validation helpers ---------------------------------------------------
+    def _check_key_type(self, is_str: bool, op: str, pairs: list) -> None:
+        if pairs and self._key_is_str is not None and self._key_is_str != is_str:
+            have = "str" if self._key_is_str else "int"
+            got = "str" if is_str else "int"
+            raise MXNetError(
+                f"{op}: mixed key types are not allowed: key {key_name(pairs[0][0])} is {got} "
+                f"but this store uses {have} keys"
+            )
+
+    def _stored(self, key: Any, op: str) -> Any:
+        try:
+            return self._data[key]
+        except KeyError:
+            raise MXNetError(f"{op}: key {key_name(key)} has not been initialized") from None
+
+    @staticmethod
+    def _check_like(key: Any, stored: Any, value: Any, op: str, verb: str) -> None:
+        if value.shape != stored.shape:
+            raise MXNetError(
+                f"{op}: key {key_name(key)} was {verb} shape {value.shape} but was "
+                f"initialized with shape {stored.shape}"
+            )
+        vd, sd = np.dtype(value.dtype), np.dtype(stored.dtype)
+        if vd != sd:
+            raise MXNetError(
+                f"{op}: key {key_name(key)} was {verb} dtype {vd.name} but was "
+                f"initialized with dtype {sd.name}"
+            )
+
+    def _sorted_keys(self, keys) -> List[Any]:
+        if self._key_is_str:
+            return sorted(keys, key=lambda k: self._order.get(k, 0))
+        return sorted(keys)
+
+    # -- init ------------------------------------------------------------------
+    def _validate_init(self, key: Any, value: Any, op: str):
+        pairs, is_str = flatten(key, value, op)
+        self._check_key_type(is_str, op, pairs)
+        seen = set()
+        for k, _ in pairs:
+            if k in self._data or k in seen:
+                raise MXNetError(
+                    f"{op}: duplicate init of key {key_name(k)}. Please double check if you "
+                    "called kv.init or kv.broadcast with this key multiple times"
+                )
+            seen.add(k)
+        return pairs, is_str
+
+    def _apply_init(self, pairs: list, is_str: bool) -> None:
+        for k, v in pairs:
+            stored = v.copyto(self._store_ctx)
+            self._data[k] = stored
+            self._order[k] = len(self._order)
+            self._comm.init(k, stored.shape, stored.dtype, _stype(stored))
+        if pairs:
+            self._key_is_str = is_str
+
+    def init(self, key: Any, value: Any) -> None:
+        """Initialize one key or a list of keys with values (copied).
+
+        Examples
+        --------
+        >>> kv.init('3', mx.nd.ones((2, 3)) * 2)
+        >>> kv.init(['5', '7'], [mx.nd.ones((2, 3))] * 2)
+        """
+        pairs, is_str = self._validate_init(key, value, "init")
+        self._apply_init(pairs, is_str)
+
+    # -- push -----------------------------------------------------------------
+    def _validate_push(self, key: Any, value: Any, op: str):
+        pairs, is_str = flatten(key, value, op)
+        self._check_key_type(is_str, op, pairs)
+        grouped = group(pairs)
+        for k, vals in grouped.items():
+            stored = self._stored(k, op)
+            for v in vals:
+                self._check_like(k, stored, v, op, "pushed")
+            if self._compression is not None and np.dtype(stored.dtype) != np.float32:
+                raise MXNetError(
+                    f"{op}: key {key_name(k)} has dtype {np.dtype(stored.dtype).name}; "
+                    f"{self._compression.type} gradient compression needs float32 values"
+                )
+        return grouped
+
+    def _apply_push(self, grouped: dict) -> None:
+        comm = self._comm
+        updater = self._updater
+        for k in self._sorted_keys(grouped):
+            vals = grouped[k]
+            stored = self._data[k]
+            if isinstance(stored, RowSparseNDArray):
+                self._push_row_sparse(k, stored, vals)
+                continue
+            dense = [v.tostype("default") if isinstance(v, RowSparseNDArray) else v for v in vals]
+            if updater is None:
+                comm.reduce(k, dense, out=stored)
+            else:
+                merged = comm.reduce(k, dense)
+                updater(k, merged, stored)
+
+    def _push_row_sparse(self, k: Any, stored: RowSparseNDArray, vals: list) -> None:
+        rsp = [v if isinstance(v, RowSparseNDArray) else v.tostype("row_sparse") for v in vals]
+        merged = self._comm.reduce_row_sparse(k, rsp)
+        if self._updater is None:
+            stored._data, stored._indices = merged._data, merged._indices
+            return
+        self._updater(k, merged, stored)
+
+    def push(self, key: Any, value: Any, priority: int = 0) -> None:
+        """Push values: several values for one key are summed first.
+
+        Without an updater the stored value becomes the sum; with one,
+        ``updater(key, merged, stored)`` runs once per key.
+        """
+        grouped = self._validate_push(key, value, "push")
+        self._apply_push(grouped)
+
+    # -- pull -----------------------------------------------------------------
+    def _validate_pull(self, key: Any, out: Any, op: str, ignore_sparse: bool,
+                       pending: Optional[dict] = None):
+        if out is None:
+            raise MXNetError(f"{op}: out is required (the arrays to pull into)")
+        pairs, is_str = flatten(key, out, op, what="out")
+        self._check_key_type(is_str, op, pairs)
+        grouped: dict = {}
+        for k, o in pairs:
+            stored = pending[k] if pending is not None and k in pending else self._stored(k, op)
+            if isinstance(o, RowSparseNDArray) and ignore_sparse:
+                continue  # MXNet ignores row_sparse outs unless ignore_sparse=False
+            self._check_like(k, stored, o, op, "pulled into")
+            grouped.setdefault(k, []).append(o)
+        return grouped
+
+    def _apply_pull(self, grouped: dict) -> None:
+        for k in self._sorted_keys(grouped):
+            outs = grouped[k]
+            stored = self._data[k]
+            if isinstance(stored, RowSparseNDArray):
+                for o in outs:
+                    stored.copyto(o)
+                continue
+            dense = [o for o in outs if not isinstance(o, RowSparseNDArray)]
+            self._comm.broadcast(k, stored, dense)
+            sparse_outs = [o for o in outs if isinstance(o, RowSparseNDArray)]
+            if sparse_outs:  # only with ignore_sparse=False
+                as_rsp = stored.tostype("row_sparse")
+                for o in sparse_outs:
+                    as_rsp.copyto(o)
+
+    def pull(self, key: Any, out: Any = None, priority: int = 0,
+             ignore_sparse: bool = True) -> None:
+        """Pull the stored values into ``out`` (one array, a list, or a list
+        of lists), each on its own context. Row-sparse outs are skipped
+        unless ``ignore_sparse=False``.
+        """
+        grouped = self._validate_pull(key, out, "pull", ignore_sparse)
+        self._apply_pull(grouped)
+
+    def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
+        """Push then pull in one call; ``out`` defaults to ``value``."""
+        grouped = self._validate_push(key, value, "pushpull")
+        pulls = self._validate_pull(key, value if out is None else out, "pushpull", True)
+        self._apply_push(grouped)
+        self._apply_pull(pulls)
+
+    def broadcast(self, key: Any, value: Any, out: Any, priority: int = 0) -> None:
+        """Initialize ``key`` with ``value`` and pull it into ``out``."""
+        pairs, is_str = self._validate_init(key, value, "broadcast")
+        pending = dict(pairs)
+        pulls = self._validate_pull(key, out, "broadcast", True, pending=pending)
+        self._apply_init(pairs, is_str)
+        self._apply_pull(pulls)
+
+    # -- row_sparse_pull --------------------------------------------------------
+    def row_sparse_pull(self, key: Any, out: Any = None, priority: int = 0,
+                        row_ids: Any = None) -> None:
+        """Pull only the rows ``row_ids`` of row-sparse values into row-sparse ``out``.
+
+        ``row_ids`` is an NDArray or a list of them, one per out (a single one
+        is shared by every out). Duplicated or unsorted ids are allowed.
+        """
+        op = "row_sparse_pull"
+        if out is None:
+            raise MXNetError(f"{op}: out is required")
+        if row_ids is None:
+            raise MXNetError(f"{op}: row_ids is required")
+        if isinstance(row_ids, NDArray):
+            row_ids = [row_ids]
+        if not isinstance(row_ids, (list, tuple)):
+            raise MXNetError(f"{op}: row_ids should be NDArray or list of NDArray, "
+                             f"got {type(row_ids).__name__}")
+        pairs, is_str = flatten(key, out, op, what="out")
+        self._check_key_type(is_str, op, pairs)
+        if len(row_ids) == 1:
+            row_ids = list(row_ids) * len(pairs)
+        if len(row_ids) != len(pairs):
+            raise MXNetError(f"{op}: the number of row_ids ({len(row_ids)}) doesn't match "
+                             f"the number of values ({len(pairs)})")
+        plan = []
+        for (k, o), rid in zip(pairs, row_ids):
+            stored = self._stored(k, op)
+            if not isinstance(stored, RowSparseNDArray):
+                raise MXNetError(f"{op}: key {key_name(k)} holds a dense value; "
+                                 "row_sparse_pull expects a row_sparse stored value")
+            if not isinstance(o, RowSparseNDArray):
+                raise MXNetError(f"{op}: out for key {key_name(k)} must be row_sparse, "
+                                 f"got stype {getattr(o, 'stype', type(o).__name__)}")
+            self._check_like(k, stored, o, op, "pulled into")
+            if not isinstance(rid, NDArray):
+                raise MXNetError(f"{op}: row_ids for key {key_name(k)} must be a dense "
+                                 f"NDArray, got {type(rid).__name__}")
+            ids = np.unique(np.asarray(rid.asnumpy(), dtype=np.int64).reshape(-1))
+            if ids.size and (ids[0] < 0 or ids[-1] >= stored.shape[0]):
+                bad = ids[0] if ids[0] < 0 else ids[-1]
+                raise MXNetError(f"{op}: row id {int(bad)} is out of range for key "
+                                 f"{key_name(k)} of shape {stored.shape}")
+            plan.append((k, o, ids))
+        for k, o, ids in plan:
+            # As MXNet's sparse_retain: the result has exactly the requested
+            # rows, zero where the stored value has none.
+            stored = self._data[k]
+            data = np.zeros((ids.shape[0],) + tuple(stored.shape[1:]), stored._data.dtype)
+            have = stored._indices
+            if have.shape[0] and ids.shape[0]:
+                pos = np.minimum(np.searchsorted(have, ids), have.shape[0] - 1)
+                hit = have[pos] == ids
+                data[hit] = stored._data[pos[hit]]
+            RowSparseNDArray(data, ids, stored.shape, self._store_ctx).copyto(o)
+
+    # -- updaters and optimizers ---------------------------------------------------
+    def _set_updater(self, updater: Callable) -> None:
+        """Set ``updater(key, merged, stored)``, run once per key on every push."""
+        if not callable(updater):
+            raise MXNetError(f"_set_updater: updater must be callable, got "
+                             f"{type(updater).__name__}")
+        self._updater = updater
+
+    def set_optimizer(self, optimizer: Any) -> None:
+        """Run ``optimizer`` on the store: every push updates the stored weights."""
+        from .. import optimizer as opt
+
+        if not isinstance(optimizer, opt.Optimizer):
+            raise MXNetError(f"set_optimizer: expected an mx.optimizer.Optimizer, got "
+                             f"{type(optimizer).__name__}")
+        self._set_updater(opt.get_updater(optimizer))
+
+    def _states_updater(self, op: str):
+        if self._updater is None:
+            raise MXNetError(f"{op}: no optimizer is set on this store (call set_optimizer)")
+        if not hasattr(self._updater, "get_states"):
+            raise MXNetError(f"{op}: the updater set with _set_updater has no states to save")
+        return self._updater
+
+    def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        """Save the updater's states (and the optimizer when ``dump_optimizer``)."""
+        states = self._states_updater("save_optimizer_states").get_states(dump_optimizer)
+        with open(fname, "wb") as f:
+            f.write(states)
+
+    def load_optimizer_states(self, fname: str) -> None:
+        """Load states saved by :meth:`save_optimizer_states`."""
+        updater = self._states_updater("load_optimizer_states")
+        with open(fname, "rb") as f:
+            data = f.read()
+        try:
+            updater.set_states(data)
+        except (pickle.UnpicklingError, EOFError, ValueError) as exc:
+            raise MXNetError(f"load_optimizer_states: {fname} is not an optimizer "
+                             f"states file ({exc})") from exc
+
+    # -- compression ------------------------------------------------------------------
+    def set_gradient_compression(self, compression_params: dict) -> None:
+        """Compress pushed gradients (``{'type': '2bit', 'threshold': 0.5}``).
+
+        Accepted on ``device`` and ``dist`` types only, as in MXNet.
+        """
+        if "device" not in self._type and "dist" not in self._type:
+            raise MXNetError("Gradient compression is not supported for this type of kvstore")
+        gc = GradientCompression.create(compression_params)
+        for k, v in self._data.items():
+            if np.dtype(v.dtype) != np.float32:
+                raise MXNetError(f"set_gradient_compression: key {key_name(k)} has dtype "
+                                 f"{np.dtype(v.dtype).name}; compression needs float32")
+        self._compression = gc
+        self._comm.set_gradient_compression(gc)
+
+    # -- cluster-only operations (no-ops on one machine) ---------------------------------
+    def _barrier(self) -> None:
+        """A global barrier among workers: nothing to wait for locally."""
+
+    def _send_command_to_servers(self, head: int, body: str) -> None:
+        """Send a command to the servers: a local store has none."""
+
+    def num_dead_node(self, node_id: int, timeout: int = 60) -> int:
+        """Number of dead nodes in a group: always 0 on one machine."""
+        return 0
+
+    def set_barrier_before_exit(self, barrier_before_exit: bool = True) -> None:
+        self._barrier_before_exit = bool(barrier_before_exit)
