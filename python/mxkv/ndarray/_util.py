@@ -1,0 +1,167 @@
+"""Dtypes and data movement shared by the dense, sparse and io modules.
+
+Every function here that *copies* says so in its name or docstring
+(``to_device`` always copies; ``copy_into`` writes into an existing buffer).
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import numpy as np
+
+from ..base import MXNetError
+from ..context import Context, cpu, cupy_or_none, gpu, xp_for
+
+# The dtypes MXNet 1.9's NDArray supports (bfloat16 aside).
+SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (
+    np.float32, np.float64, np.float16, np.uint8, np.int8, np.int32, np.int64, np.bool_))
+_SUPPORTED_SET = frozenset(SUPPORTED_DTYPES)
+DEFAULT_DTYPE = np.dtype(np.float32)
+
+
+class MXNetValueError(MXNetError, ValueError):
+    """An MXNetError where MXNet itself raises ValueError."""
+
+
+class MXNetTypeError(MXNetError, TypeError):
+    """An MXNetError where MXNet itself raises TypeError."""
+
+
+class MXNetIndexError(MXNetError, IndexError):
+    """An MXNetError where MXNet itself raises IndexError."""
+
+
+def normalize_dtype(dtype: Any, default: np.dtype | None = DEFAULT_DTYPE) -> np.dtype:
+    """``dtype`` (a name, numpy type or dtype object; None means ``default``) as np.dtype."""
+    if dtype is None:
+        return default
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise MXNetTypeError(f"data type {dtype!r} not understood") from None
+    if dt not in _SUPPORTED_SET:
+        raise MXNetTypeError(
+            f"dtype {dt.name} is not supported: expected one of "
+            f"{', '.join(d.name for d in SUPPORTED_DTYPES)}")
+    return dt
+
+
+def normalize_shape(shape: Any) -> tuple:
+    """``shape`` (an int or a sequence of ints) as a tuple of non-negative ints."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        dims = tuple(int(d) for d in shape)
+        ok = all(d >= 0 for d in dims) and all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in shape)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise MXNetValueError(f"invalid shape {shape!r}: expected a tuple of non-negative ints")
+    return dims
+
+
+def is_host(arr: Any) -> bool:
+    return isinstance(arr, np.ndarray)
+
+
+def device_scope(ctx: Context):
+    """A ``with`` scope making ``ctx``'s GPU current (a null scope on CPU)."""
+    if ctx.device_typeid == 2:
+        return xp_for(ctx).cuda.Device(ctx.device_id)
+    return contextlib.nullcontext()
+
+
+def ctx_of(arr: Any) -> Context:
+    """The natural context of a raw array: cpu(0) for numpy, gpu(i) for cupy."""
+    return cpu(0) if is_host(arr) else gpu(arr.device.id)
+
+
+def to_device(arr: Any, ctx: Context, dtype: np.dtype | None = None) -> Any:
+    """Copy ``arr`` (numpy, or cupy on any GPU) into a new C-contiguous array on ``ctx``.
+
+    Always copies, even when ``arr`` already lives on ``ctx``'s device.
+    """
+    dtype = arr.dtype if dtype is None else dtype
+    if ctx.device_typeid != 2:
+        if is_host(arr):
+            return np.array(arr, dtype=dtype, order="C", copy=True)
+        host = arr.get()  # a fresh host copy
+        if host.dtype != dtype:
+            host = host.astype(dtype, order="C")
+        return np.ascontiguousarray(host)
+    cp = xp_for(ctx)
+    with cp.cuda.Device(ctx.device_id):
+        if is_host(arr):
+            out = cp.empty(arr.shape, dtype=dtype)
+            if out.size:
+                out.set(np.ascontiguousarray(arr, dtype=dtype))
+            return out
+        if arr.device.id == ctx.device_id:
+            return cp.array(arr, dtype=dtype, order="C", copy=True)
+    # peer copy between two GPUs: same bytes first, then cast on the target
+    src = arr
+    if not src.flags.c_contiguous:
+        with cp.cuda.Device(src.device.id):
+            src = cp.ascontiguousarray(src)
+    with cp.cuda.Device(ctx.device_id):
+        out = cp.empty(src.shape, dtype=src.dtype)
+        if out.size:
+            out.data.copy_from_device(src.data, src.nbytes)
+        return out if out.dtype == dtype else out.astype(dtype)
+
+
+def local_operand(arr: Any, dst: Any) -> Any:
+    """``arr`` readable by ufuncs on ``dst``'s device: as is when it already is, else a copy."""
+    if is_host(dst):
+        return arr if is_host(arr) else arr.get()
+    if not is_host(arr) and arr.device.id == dst.device.id:
+        return arr
+    return to_device(arr, gpu(dst.device.id))
+
+
+def copy_into(dst: Any, src: Any) -> None:
+    """Write ``src`` (scalar, numpy or cupy array on any device) into ``dst``'s buffer.
+
+    ``src`` must broadcast to ``dst.shape``; values are cast to ``dst.dtype``.
+    """
+    if not isinstance(src, (np.ndarray, np.generic, int, float, bool)) \
+            and not hasattr(src, "device"):
+        src = np.asarray(src)
+    if np.isscalar(src) or isinstance(src, np.generic):
+        if is_host(dst):
+            dst.fill(src)
+        else:
+            with cupy_or_none().cuda.Device(dst.device.id):
+                dst.fill(src)
+        return
+    if tuple(np.broadcast_shapes(src.shape, dst.shape)) != tuple(dst.shape):
+        raise MXNetValueError(f"cannot copy an array of shape {tuple(src.shape)} into "
+                              f"an array of shape {tuple(dst.shape)}")
+    if is_host(dst):
+        np.copyto(dst, src if is_host(src) else src.get(), casting="unsafe")
+        return
+    cp = cupy_or_none()
+    with cp.cuda.Device(dst.device.id):
+        cp.copyto(dst, local_operand(src, dst), casting="unsafe")
+
+
+def check_wrappable(arr: Any, ctx: Context) -> None:
+    """Raise unless ``arr`` may be wrapped, uncopied, as an array on ``ctx``."""
+    if ctx.device_typeid == 2:
+        cp = xp_for(ctx)
+        if not isinstance(arr, cp.ndarray) or arr.device.id != ctx.device_id:
+            where = "host memory" if is_host(arr) else (
+                f"gpu({arr.device.id})" if hasattr(arr, "device") else type(arr).__name__)
+            raise MXNetTypeError(f"an NDArray on {ctx} wraps a cupy array on that GPU, "
+                                 f"got {where}")
+    elif not is_host(arr):
+        raise MXNetTypeError(f"an NDArray on {ctx} wraps a numpy.ndarray, "
+                             f"got {type(arr).__name__}")
+    if not arr.flags.c_contiguous:
+        raise MXNetValueError("an NDArray wraps a C-contiguous array: pass "
+                              "ascontiguousarray(a) (which copies)")
+    if arr.dtype not in _SUPPORTED_SET:
+        raise MXNetTypeError(f"dtype {arr.dtype.name} is not supported: expected one of "
+                             f"{', '.join(d.name for d in SUPPORTED_DTYPES)}")

@@ -1,0 +1,592 @@
+"""The dense NDArray, as MXNet 1.9's ``mxnet.nd.NDArray``, over numpy or cupy.
+
+``NDArray(array, ctx)`` wraps ``array`` without copying: ``nd._array`` is the
+numpy (CPU contexts) or cupy (``gpu(i)``) buffer, ``nd._ctx`` its context.
+Creation functions (``array``, ``zeros``...) always copy their source.
+Basic slices along the first axis (``a[1]``, ``a[1:3]``) and ``reshape`` are
+views sharing ``a``'s buffer, as in MXNet; every other index copies. Two
+contexts never share memory: each cross-context operation copies.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..base import MXNetError, numeric_types
+from ..context import Context, current_context, xp_for
+from ._util import (
+    MXNetIndexError,
+    MXNetTypeError,
+    MXNetValueError,
+    check_wrappable,
+    copy_into,
+    ctx_of,
+    device_scope,
+    is_host,
+    local_operand,
+    normalize_dtype,
+    normalize_shape,
+    to_device,
+)
+
+__all__ = [
+    "NDArray",
+    "arange",
+    "array",
+    "check_same_device_kind",
+    "empty",
+    "from_xp",
+    "full",
+    "ones",
+    "ones_like",
+    "peer_array",
+    "zeros",
+    "zeros_like",
+]
+
+
+def _shape_str(shape: tuple) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def _ctx_arg(ctx: Context | str | None) -> Context:
+    if ctx is None:
+        return current_context()
+    return ctx if isinstance(ctx, Context) else Context(ctx)
+
+
+def check_same_device_kind(a: Context, b: Context, what: str) -> None:
+    """Raise an MXNetError naming both contexts when one is a GPU and the other not."""
+    if (a.device_typeid == 2) != (b.device_typeid == 2):
+        raise MXNetError(f"{what}: operands are on {a} and {b}; move one with "
+                         f"as_in_context first")
+
+
+def peer_array(src: NDArray, ctx: Context, what: str) -> Any:
+    """``src``'s buffer readable on ``ctx`` (shared on CPU, peer-copied between GPUs)."""
+    check_same_device_kind(ctx, src._ctx, what)
+    if ctx.device_typeid != 2 or src._ctx == ctx:
+        return src._array
+    return to_device(src._array, ctx)
+
+
+def _scalar_for(dtype: np.dtype, value: Any) -> Any:
+    """A scalar operand computed as MXNet does: cast to int for integer arrays."""
+    if dtype.kind in "biu":
+        return np.int64(int(value))
+    return float(value)
+
+
+def _int_true_divide(xp, x, y):
+    """C-style integer division (truncation toward zero), as MXNet's ``/`` on ints."""
+    q = xp.true_divide(x, y)
+    xp.trunc(q, out=q)
+    return q
+
+
+_BINARY = {
+    # name: (symbol, xp function name)
+    "add": ("+", "add"), "subtract": ("-", "subtract"), "multiply": ("*", "multiply"),
+    "divide": ("/", "true_divide"), "mod": ("%", "mod"), "power": ("**", "power"),
+    "equal": ("==", "equal"), "not_equal": ("!=", "not_equal"), "greater": (">", "greater"),
+    "greater_equal": (">=", "greater_equal"), "lesser": ("<", "less"),
+    "lesser_equal": ("<=", "less_equal"),
+}
+
+
+class NDArray:
+    """A dense n-dimensional array on a context (``mx.nd.NDArray``).
+
+    Parameters
+    ----------
+    array : numpy.ndarray or cupy.ndarray
+        The buffer, C-contiguous, wrapped without a copy.
+    ctx : Context, optional
+        Where ``array`` lives; defaults to the current context for numpy
+        arrays (``cpu(0)`` if that is a GPU) and to ``gpu(i)`` for cupy ones.
+    """
+
+    __array_ufunc__ = None  # numpy operands defer to NDArray's reflected operators
+    __array_priority__ = 1000.0
+
+    def __init__(self, array: Any, ctx: Context | None = None) -> None:
+        if ctx is None:
+            if is_host(array):
+                cur = current_context()
+                ctx = cur if cur.device_typeid != 2 else ctx_of(array)
+            elif hasattr(array, "device"):
+                ctx = ctx_of(array)
+            else:
+                raise MXNetTypeError(f"NDArray wraps a numpy or cupy array, got "
+                                     f"{type(array).__name__}")
+        check_wrappable(array, ctx)
+        self._array = array
+        self._ctx = ctx
+
+    # ------------------------------------------------------------------ attributes
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._array.shape)
+
+    @property
+    def dtype(self) -> type:
+        """The numpy scalar type, e.g. ``numpy.float32`` (as MXNet)."""
+        return self._array.dtype.type
+
+    @property
+    def context(self) -> Context:
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def stype(self) -> str:
+        return "default"
+
+    @property
+    def size(self) -> int:
+        return int(self._array.size)
+
+    @property
+    def ndim(self) -> int:
+        return self._array.ndim
+
+    @property
+    def T(self) -> NDArray:
+        """The transpose, a copy (as MXNet)."""
+        xp = self._xp()
+        with device_scope(self._ctx):
+            return NDArray(xp.array(self._array.T, order="C", copy=True), self._ctx)
+
+    @property
+    def writable(self) -> bool:
+        return True
+
+    def _xp(self):
+        return np if self._ctx.device_typeid != 2 else xp_for(self._ctx)
+
+    # ------------------------------------------------------------------ conversion
+    def asnumpy(self) -> np.ndarray:
+        """A numpy copy of the data (never shares memory with the NDArray)."""
+        if is_host(self._array):
+            return np.array(self._array, copy=True)
+        return self._array.get()
+
+    def asscalar(self) -> Any:
+        """The single element of a shape-``(1,)`` array, as a numpy scalar."""
+        if self.shape != (1,):
+            raise MXNetValueError("The current array is not a scalar")
+        return self.asnumpy()[0]
+
+    def __bool__(self) -> bool:
+        if self.size == 0:
+            return False
+        if self.size == 1:
+            return bool(self.asnumpy().reshape(-1)[0])
+        raise MXNetValueError("The truth value of an NDArray with multiple elements "
+                              "is ambiguous.")
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise MXNetTypeError("len() of a 0-d NDArray")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __hash__(self) -> int:
+        return id(self) // 16
+
+    def __repr__(self) -> str:
+        return (f"\n{self.asnumpy()}\n<{type(self).__name__} {_shape_str(self.shape)} "
+                f"@{self._ctx}>")
+
+    def __getstate__(self) -> dict:
+        return {"ctx": (self._ctx.device_type, self._ctx.device_id), "array": self.asnumpy()}
+
+    def __setstate__(self, state: dict) -> None:
+        ctx = Context(*state["ctx"])
+        arr = state["array"]
+        self._array = arr if ctx.device_typeid != 2 else to_device(arr, ctx)
+        self._ctx = ctx
+
+    def wait_to_read(self) -> None:
+        """Block until pending work writing this array is done."""
+        if self._ctx.device_typeid == 2:
+            with device_scope(self._ctx):
+                xp_for(self._ctx).cuda.get_current_stream().synchronize()
+
+    wait_to_write = wait_to_read
+
+    # ------------------------------------------------------------------ copies
+    def copy(self) -> NDArray:
+        """A deep copy on the same context."""
+        return NDArray(to_device(self._array, self._ctx), self._ctx)
+
+    def copyto(self, other: NDArray | Context) -> NDArray:
+        """Copy into ``other``'s buffer (an NDArray, any context) or onto a new
+        array on ``other`` (a Context). Returns the destination."""
+        if isinstance(other, Context):
+            return NDArray(to_device(self._array, other), other)
+        if isinstance(other, NDArray):
+            if other is self:
+                return self
+            if other.shape != self.shape:
+                raise MXNetValueError(f"copyto: source shape {self.shape} differs from "
+                                      f"destination shape {other.shape}")
+            if other.stype != "default":
+                other[:] = self  # cast storage: the destination keeps the nonzero rows
+                return other
+            copy_into(other._array, self._array)
+            return other
+        raise MXNetTypeError(f"copyto does not support type {type(other)}")
+
+    def as_in_context(self, context: Context) -> NDArray:
+        """Self when already on ``context``, else a copy there."""
+        if self._ctx == context:
+            return self
+        return self.copyto(context)
+
+    def astype(self, dtype: Any, copy: bool = True) -> NDArray:
+        """Cast to ``dtype``; ``copy=False`` returns self when the dtype already matches."""
+        dt = normalize_dtype(dtype)
+        if not copy and dt == self._array.dtype:
+            return self
+        return NDArray(to_device(self._array, self._ctx, dt), self._ctx)
+
+    def tostype(self, stype: str) -> NDArray:
+        """A copy in storage ``stype``: ``'default'`` or ``'row_sparse'``."""
+        from . import sparse
+        return sparse.cast_storage(self, stype)
+
+    def as_nd_ndarray(self) -> NDArray:
+        return self
+
+    # ------------------------------------------------------------------ shape
+    def reshape(self, *shape: Any, **kwargs: Any) -> NDArray:
+        """A view with a new shape; ``-1`` infers one dim, ``0`` keeps the input's dim."""
+        if "shape" in kwargs:
+            shape = kwargs.pop("shape")
+        elif len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = shape[0]
+        if kwargs:
+            raise MXNetTypeError(f"reshape got unexpected arguments {sorted(kwargs)}")
+        dims = []
+        for i, d in enumerate(shape):
+            d = int(d)
+            if d == 0:
+                if i >= self.ndim:
+                    raise MXNetValueError(f"reshape {self.shape} to {tuple(shape)}: dim {i} "
+                                          f"is 0 (keep) but the input has {self.ndim} dims")
+                d = self.shape[i]
+            elif d < -1:
+                raise MXNetValueError(f"reshape {self.shape} to {tuple(shape)}: only -1 and 0 "
+                                      f"are special dims")
+            dims.append(d)
+        if dims.count(-1) > 1:
+            raise MXNetValueError(f"reshape {self.shape} to {tuple(shape)}: one and only one "
+                                  f"dim can be inferred")
+        if -1 in dims:
+            known = int(np.prod([d for d in dims if d != -1]))
+            if known == 0 or self.size % known:
+                raise MXNetValueError(f"cannot reshape an array of shape {self.shape} "
+                                      f"into shape {tuple(shape)}")
+            dims[dims.index(-1)] = self.size // known
+        if int(np.prod(dims)) != self.size:
+            raise MXNetValueError(f"cannot reshape an array of shape {self.shape} "
+                                  f"into shape {tuple(shape)}")
+        return NDArray(self._array.reshape(tuple(dims)), self._ctx)
+
+    def flatten(self) -> NDArray:
+        """Collapse all but the first axis (as MXNet's ``flatten``): shape (n, rest)."""
+        first = self.shape[0] if self.ndim else 1
+        return self.reshape((first, -1) if first else (0, 0))
+
+    # ------------------------------------------------------------------ indexing
+    def _index(self, key: Any) -> Any:
+        if isinstance(key, NDArray):
+            return local_operand(key._array, self._array).astype(np.int64)
+        if isinstance(key, list):
+            return np.asarray(key, dtype=np.int64) if self._ctx.device_typeid != 2 else \
+                to_device(np.asarray(key, dtype=np.int64), self._ctx)
+        if isinstance(key, tuple):
+            return tuple(self._index(k) for k in key)
+        if isinstance(key, np.ndarray) and self._ctx.device_typeid == 2:
+            return to_device(key, self._ctx)
+        return key
+
+    def __getitem__(self, key: Any) -> NDArray:
+        xp = self._xp()
+        idx = self._index(key)
+        with device_scope(self._ctx):
+            try:
+                res = self._array[idx]
+            except IndexError as exc:
+                raise MXNetIndexError(f"{exc} (NDArray of shape {self.shape})") from None
+            if res.ndim == 0:
+                # full integer indexing: MXNet returns a shape-(1,) view
+                ints = idx if isinstance(idx, tuple) else (idx,)
+                if 0 < self.ndim == len(ints) and all(
+                        isinstance(i, (int, np.integer)) for i in ints):
+                    sl = tuple(slice(int(i) % self.shape[k], int(i) % self.shape[k] + 1)
+                               for k, i in enumerate(ints))
+                    res = self._array[sl].reshape(1)
+                else:
+                    res = xp.asarray(res)
+                    res = res.reshape(1) if self.ndim else res
+            if not res.flags.c_contiguous:
+                res = xp.ascontiguousarray(res)
+        return NDArray(res, self._ctx)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        idx = self._index(key)
+        if isinstance(value, NDArray):
+            if value.stype != "default":
+                value = value.tostype("default")
+            src = local_operand(value._array, self._array)
+        elif isinstance(value, numeric_types) and not isinstance(value, np.ndarray):
+            src = value
+        elif isinstance(value, (np.ndarray, list, tuple)) or hasattr(value, "__array__"):
+            src = value if is_host(value) or hasattr(value, "device") else np.asarray(value)
+            src = local_operand(src, self._array)
+        else:
+            raise MXNetTypeError(f"NDArray does not support assignment with {type(value)}")
+        with device_scope(self._ctx):
+            try:
+                if isinstance(idx, slice) and idx == slice(None) or idx is Ellipsis:
+                    copy_into(self._array, src)
+                else:
+                    self._array[idx] = src
+            except IndexError as exc:
+                raise MXNetIndexError(f"{exc} (NDArray of shape {self.shape})") from None
+            except ValueError as exc:
+                raise MXNetValueError(
+                    f"cannot assign a value of shape {np.shape(src)} to NDArray{_key_str(key)} "
+                    f"of shape {self.shape}: {exc}") from None
+
+    # ------------------------------------------------------------------ arithmetic
+    def _binary(self, other: Any, name: str, reverse: bool = False,
+                inplace: bool = False) -> NDArray:
+        sym, fname = _BINARY[name]
+        a = self._array
+        if isinstance(other, NDArray):
+            if other.stype != "default":
+                other = other.tostype("default")
+            b = peer_array(other, self._ctx, f"operator {sym}")
+            if b.dtype != a.dtype:
+                raise MXNetTypeError(f"operator {sym}: operands have dtypes {a.dtype.name} "
+                                     f"and {b.dtype.name}; cast one with astype first")
+            try:
+                out_shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+            except ValueError:
+                raise MXNetValueError(f"operator {sym}: shapes {self.shape} and {other.shape} "
+                                      f"cannot be broadcast together") from None
+        elif isinstance(other, numeric_types) and not isinstance(other, (np.ndarray, complex)):
+            b = _scalar_for(a.dtype, other)
+            out_shape = self.shape
+        else:
+            raise MXNetTypeError(f"type {type(other)} not supported")
+        if inplace and out_shape != self.shape:
+            raise MXNetValueError(f"operator {sym}=: the result shape {out_shape} differs from "
+                                  f"the destination's shape {self.shape}")
+        xp = self._xp()
+        x, y = (b, a) if reverse else (a, b)
+        with device_scope(self._ctx), np.errstate(all="ignore"):
+            integer = a.dtype.kind in "biu"
+            if integer and name == "divide":
+                res = _int_true_divide(xp, x, y)
+            elif integer and name == "power":
+                res = xp.power(xp.asarray(x, dtype=np.float64), xp.asarray(y, dtype=np.float64))
+            elif inplace:
+                getattr(xp, fname)(x, y, out=a, casting="unsafe")
+                return self
+            else:
+                res = getattr(xp, fname)(x, y)
+            if inplace:
+                xp.copyto(a, res, casting="unsafe")
+                return self
+            if res.dtype != a.dtype:
+                res = res.astype(a.dtype)
+        return NDArray(res, self._ctx)
+
+    def __add__(self, o): return self._binary(o, "add")
+    def __radd__(self, o): return self._binary(o, "add", reverse=True)
+    def __iadd__(self, o): return self._binary(o, "add", inplace=True)
+    def __sub__(self, o): return self._binary(o, "subtract")
+    def __rsub__(self, o): return self._binary(o, "subtract", reverse=True)
+    def __isub__(self, o): return self._binary(o, "subtract", inplace=True)
+    def __mul__(self, o): return self._binary(o, "multiply")
+    def __rmul__(self, o): return self._binary(o, "multiply", reverse=True)
+    def __imul__(self, o): return self._binary(o, "multiply", inplace=True)
+    def __truediv__(self, o): return self._binary(o, "divide")
+    def __rtruediv__(self, o): return self._binary(o, "divide", reverse=True)
+    def __itruediv__(self, o): return self._binary(o, "divide", inplace=True)
+    __div__, __rdiv__, __idiv__ = __truediv__, __rtruediv__, __itruediv__
+    def __mod__(self, o): return self._binary(o, "mod")
+    def __rmod__(self, o): return self._binary(o, "mod", reverse=True)
+    def __imod__(self, o): return self._binary(o, "mod", inplace=True)
+    def __pow__(self, o): return self._binary(o, "power")
+    def __rpow__(self, o): return self._binary(o, "power", reverse=True)
+    def __eq__(self, o): return self._binary(o, "equal")  # type: ignore[override]
+    def __ne__(self, o): return self._binary(o, "not_equal")  # type: ignore[override]
+    def __gt__(self, o): return self._binary(o, "greater")
+    def __ge__(self, o): return self._binary(o, "greater_equal")
+    def __lt__(self, o): return self._binary(o, "lesser")
+    def __le__(self, o): return self._binary(o, "lesser_equal")
+
+    def __neg__(self) -> NDArray:
+        return self._binary(0, "subtract", reverse=True)
+
+    def __pos__(self) -> NDArray:
+        return self
+
+    def __abs__(self) -> NDArray:
+        from . import ops
+        return ops.abs(self)
+
+    # ------------------------------------------------------------------ a few ops as methods
+    def zeros_like(self) -> NDArray:
+        return zeros_like(self)
+
+    def ones_like(self) -> NDArray:
+        return ones_like(self)
+
+    def sum(self, axis=None, keepdims: bool = False) -> NDArray:
+        from . import ops
+        return ops.sum(self, axis=axis, keepdims=keepdims)
+
+    def norm(self, ord: int = 2, axis=None, keepdims: bool = False) -> NDArray:
+        from . import ops
+        return ops.norm(self, ord=ord, axis=axis, keepdims=keepdims)
+
+    def sqrt(self) -> NDArray:
+        from . import ops
+        return ops.sqrt(self)
+
+    def square(self) -> NDArray:
+        from . import ops
+        return ops.square(self)
+
+    def abs(self) -> NDArray:
+        from . import ops
+        return ops.abs(self)
+
+    def sign(self) -> NDArray:
+        from . import ops
+        return ops.sign(self)
+
+    def clip(self, a_min: float, a_max: float) -> NDArray:
+        from . import ops
+        return ops.clip(self, a_min, a_max)
+
+
+def _key_str(key: Any) -> str:
+    if isinstance(key, slice) and key == slice(None):
+        return "[:]"
+    return f"[{key!r}]"
+
+
+# ---------------------------------------------------------------------- creation
+def from_xp(array: Any, ctx: Context) -> NDArray:
+    """Wrap a raw numpy/cupy array on ``ctx`` without copying (shares memory)."""
+    return NDArray(array, ctx)
+
+
+def array(source_array: Any, ctx: Context | None = None, dtype: Any = None) -> NDArray:
+    """A new array on ``ctx`` holding a copy of ``source_array``.
+
+    The dtype is ``dtype`` if given, else the source's for an NDArray source
+    and ``float32`` for anything else (as MXNet 1.9, even for numpy int arrays).
+
+    >>> mx.nd.array([[1, 2]])
+    <BLANKLINE>
+    [[1. 2.]]
+    <NDArray 1x2 @cpu(0)>
+    """
+    ctx = _ctx_arg(ctx)
+    if isinstance(source_array, NDArray):
+        if source_array.stype != "default":
+            source_array = source_array.tostype("default")
+        dt = normalize_dtype(dtype, default=source_array._array.dtype)
+        return NDArray(to_device(source_array._array, ctx, dt), ctx)
+    dt = normalize_dtype(dtype)
+    if not is_host(source_array) and hasattr(source_array, "device") \
+            and hasattr(source_array, "__cuda_array_interface__"):
+        return NDArray(to_device(source_array, ctx, dt), ctx)
+    try:
+        host = np.array(source_array, dtype=dt, order="C", copy=True)
+    except (TypeError, ValueError) as exc:
+        raise MXNetTypeError(f"source_array must be array like object, got "
+                             f"{type(source_array).__name__}: {exc}") from None
+    return NDArray(host if ctx.device_typeid != 2 else to_device(host, ctx), ctx)
+
+
+def _filled(shape: Any, ctx: Any, dtype: Any, fill: Any) -> NDArray:
+    shape = normalize_shape(shape)
+    ctx = _ctx_arg(ctx)
+    dt = normalize_dtype(dtype)
+    xp = xp_for(ctx)
+    with device_scope(ctx):
+        if fill is None:
+            arr = xp.empty(shape, dtype=dt)
+        elif fill == 0:
+            arr = xp.zeros(shape, dtype=dt)
+        else:
+            arr = xp.full(shape, _scalar_for(dt, fill) if dt.kind in "iu" else fill, dtype=dt)
+    return NDArray(arr, ctx)
+
+
+def zeros(shape: Any, ctx: Context | None = None, dtype: Any = None,
+          stype: str | None = None, **kwargs: Any) -> NDArray:
+    """An array of zeros; ``stype='row_sparse'`` gives an empty RowSparseNDArray."""
+    if stype not in (None, "default"):
+        from . import sparse
+        return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
+    return _filled(shape, ctx, dtype, 0)
+
+
+def ones(shape: Any, ctx: Context | None = None, dtype: Any = None, **kwargs: Any) -> NDArray:
+    """An array of ones."""
+    return _filled(shape, ctx, dtype, 1)
+
+
+def empty(shape: Any, ctx: Context | None = None, dtype: Any = None,
+          stype: str | None = None) -> NDArray:
+    """An uninitialized array (an empty RowSparseNDArray for ``stype='row_sparse'``)."""
+    if stype not in (None, "default"):
+        from . import sparse
+        return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
+    return _filled(shape, ctx, dtype, None)
+
+
+def full(shape: Any, val: Any, ctx: Context | None = None, dtype: Any = None,
+         out: NDArray | None = None) -> NDArray:
+    """An array filled with ``val`` (written into ``out`` when given)."""
+    if out is not None:
+        out[:] = val
+        return out
+    return _filled(shape, ctx, dtype, val)
+
+
+def zeros_like(data: NDArray) -> NDArray:
+    return zeros(data.shape, ctx=data.context, dtype=data.dtype, stype=data.stype)
+
+
+def ones_like(data: NDArray) -> NDArray:
+    return ones(data.shape, ctx=data.context, dtype=data.dtype)
+
+
+def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: int = 1,
+           infer_range: Any = None, ctx: Context | None = None, dtype: Any = None) -> NDArray:
+    """Evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times."""
+    ctx = _ctx_arg(ctx)
+    dt = normalize_dtype(dtype)
+    if step == 0:
+        raise MXNetValueError("arange: step must not be 0")
+    host = np.arange(start, stop, step, dtype=np.float64).astype(dt)
+    if repeat != 1:
+        host = np.repeat(host, int(repeat))
+    return NDArray(host if ctx.device_typeid != 2 else to_device(host, ctx), ctx)
+

@@ -1,0 +1,643 @@
+"""Dense NDArray: creation, attributes, copies versus views, indexing, arithmetic, ops."""
+import pickle
+
+import numpy as np
+import pytest
+
+import mxkv as mx
+from mxkv import context
+from mxkv.base import MXNetError
+
+nd = mx.nd
+DTYPES = ["float16", "float32", "float64", "int32", "int64", "uint8"]
+needs_gpu = pytest.mark.skipif(context.num_gpus() == 0, reason="needs a GPU")
+
+
+# ---------------------------------------------------------------- creation and dtypes
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_zeros_ones_full_empty_take_every_dtype(dtype):
+    assert nd.zeros((2, 3), dtype=dtype).dtype is np.dtype(dtype).type
+    assert nd.ones((2,), dtype=dtype).asnumpy().tolist() == [1, 1]
+    assert nd.full((2,), 7, dtype=dtype).asnumpy().tolist() == [7, 7]
+    assert nd.empty((4,), dtype=dtype).shape == (4,)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.dtype("int32"), "uint8", int])
+def test_dtype_accepts_types_dtype_objects_and_strings(dtype):
+    assert nd.zeros((1,), dtype=dtype).dtype is np.dtype(dtype).type
+
+
+def test_default_dtype_is_float32():
+    for a in (nd.zeros((2,)), nd.ones((2,)), nd.empty((2,)), nd.full((2,), 3),
+              nd.arange(3), nd.array([1, 2])):
+        assert a.dtype is np.float32
+
+
+def test_array_from_numpy_int64_is_float32_as_mxnet():
+    a = nd.array(np.arange(3))
+    assert a.dtype is np.float32
+    assert a.asnumpy().tolist() == [0.0, 1.0, 2.0]
+
+
+def test_array_from_float64_numpy_is_float32_as_mxnet():
+    assert nd.array(np.zeros(2, dtype=np.float64)).dtype is np.float32
+
+
+def test_array_from_ndarray_keeps_its_dtype():
+    assert nd.array(nd.ones((2,), dtype="int32")).dtype is np.int32
+
+
+def test_array_explicit_dtype_wins():
+    assert nd.array(np.zeros(2), dtype=np.float64).dtype is np.float64
+    assert nd.array(nd.ones((2,), dtype="int64"), dtype="float16").dtype is np.float16
+
+
+def test_array_of_a_python_scalar_is_0d():
+    assert nd.array(3.0).shape == ()
+
+
+def test_unsupported_dtype_raises_naming_it():
+    with pytest.raises(MXNetError, match="int16"):
+        nd.zeros((2,), dtype="int16")
+    with pytest.raises(MXNetError, match="complex64"):
+        nd.array([1, 2], dtype="complex64")
+
+
+def test_array_of_garbage_raises_type_error():
+    with pytest.raises(TypeError, match="array like"):
+        nd.array("abc")
+
+
+def test_negative_shape_raises():
+    with pytest.raises(MXNetError, match="shape"):
+        nd.zeros((2, -1))
+
+
+def test_full_casts_the_value_to_an_integer_dtype():
+    assert nd.full((2,), 1.5, dtype="int32").asnumpy().tolist() == [1, 1]
+
+
+def test_arange_forms():
+    assert nd.arange(5).asnumpy().tolist() == [0, 1, 2, 3, 4]
+    assert nd.arange(1, 5, 2, dtype="int32").asnumpy().tolist() == [1, 3]
+    assert nd.arange(0, 1, 0.25).asnumpy().tolist() == [0, 0.25, 0.5, 0.75]
+    assert nd.arange(0, 3, repeat=2).asnumpy().tolist() == [0, 0, 1, 1, 2, 2]
+
+
+def test_zeros_like_and_ones_like_keep_shape_dtype_ctx():
+    a = nd.ones((2, 3), ctx=mx.cpu(2), dtype="int64")
+    z = nd.zeros_like(a)
+    assert (z.shape, z.dtype, z.context) == ((2, 3), np.int64, mx.cpu(2))
+    assert z.asnumpy().sum() == 0
+    assert nd.ones_like(z).asnumpy().sum() == 6
+
+
+# ---------------------------------------------------------------- attributes
+def test_attributes():
+    a = nd.zeros((2, 3), ctx=mx.cpu(1))
+    assert a.shape == (2, 3)
+    assert a.size == 6 and a.ndim == 2 and len(a) == 2
+    assert a.context == mx.cpu(1) and a.ctx == mx.cpu(1)
+    assert a.stype == "default"
+
+
+def test_transpose_is_a_copy():
+    a = nd.array([[1, 2, 3]])
+    t = a.T
+    assert t.shape == (3, 1)
+    t[:] = 0
+    assert a.asnumpy().tolist() == [[1, 2, 3]]
+
+
+def test_repr_matches_mxnet():
+    assert repr(nd.ones((1, 2))) == "\n[[1. 1.]]\n<NDArray 1x2 @cpu(0)>"
+    assert repr(nd.array([1, 2], ctx=mx.cpu(1), dtype="int32")) == "\n[1 2]\n<NDArray 2 @cpu(1)>"
+
+
+def test_asscalar_returns_the_numpy_scalar():
+    v = nd.array([7]).asscalar()
+    assert v == 7.0 and isinstance(v, np.float32)
+
+
+def test_asscalar_of_many_elements_raises_value_error():
+    with pytest.raises(ValueError, match="not a scalar"):
+        nd.ones((2,)).asscalar()
+
+
+def test_bool_of_one_element_and_of_many():
+    assert not nd.array([0])
+    assert nd.array([2])
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(nd.ones((2,)))
+
+
+def test_len_of_0d_raises():
+    with pytest.raises(TypeError):
+        len(nd.array(1.0))
+
+
+def test_iteration_yields_rows():
+    rows = list(nd.array([[1, 2], [3, 4]]))
+    assert [r.asnumpy().tolist() for r in rows] == [[1, 2], [3, 4]]
+
+
+def test_ndarray_is_hashable_by_identity():
+    a, b = nd.ones((1,)), nd.ones((1,))
+    assert len({a, b, a}) == 2
+
+
+def test_pickle_round_trip_keeps_values_dtype_ctx():
+    a = nd.array([[1, 2]], ctx=mx.cpu(3), dtype="int64")
+    b = pickle.loads(pickle.dumps(a))
+    assert (b.context, b.dtype, b.asnumpy().tolist()) == (mx.cpu(3), np.int64, [[1, 2]])
+
+
+def test_wrapping_a_numpy_array_shares_it():
+    raw = np.zeros(3, dtype=np.float32)
+    a = nd.NDArray(raw, mx.cpu(0))
+    a[:] = 5
+    assert raw.tolist() == [5, 5, 5]
+    assert a._array is raw
+
+
+def test_wrapping_rejects_non_contiguous_and_foreign_things():
+    with pytest.raises(MXNetError, match="C-contiguous"):
+        nd.NDArray(np.zeros((3, 3), dtype=np.float32).T, mx.cpu(0))
+    with pytest.raises(MXNetError, match="numpy"):
+        nd.NDArray([1, 2], mx.cpu(0))
+
+
+# ---------------------------------------------------------------- copies never share
+def test_array_copies_its_numpy_source():
+    src = np.ones(3, dtype=np.float32)
+    a = nd.array(src)
+    src[:] = 9
+    assert a.asnumpy().tolist() == [1, 1, 1]
+
+
+def test_asnumpy_is_a_copy():
+    a = nd.ones((2,))
+    a.asnumpy()[:] = 9
+    assert a.asnumpy().tolist() == [1, 1]
+
+
+def test_copy_does_not_share():
+    a = nd.ones((2,))
+    b = a.copy()
+    b[:] = 3
+    assert a.asnumpy().tolist() == [1, 1]
+    assert not np.shares_memory(a._array, b._array)
+
+
+def test_copyto_context_lands_there_without_sharing():
+    a = nd.array([1, 2])
+    b = a.copyto(mx.cpu(1))
+    assert b.context == mx.cpu(1)
+    b += 1
+    assert a.asnumpy().tolist() == [1, 2]
+    assert not np.shares_memory(a._array, b._array)
+
+
+def test_copyto_ndarray_writes_into_its_buffer_across_contexts():
+    dst = nd.zeros((2,), ctx=mx.cpu(2), dtype="int32")
+    buf = dst._array
+    out = nd.array([1.7, 2.2]).copyto(dst)
+    assert out is dst and dst._array is buf
+    assert dst.asnumpy().tolist() == [1, 2]
+
+
+def test_copyto_shape_mismatch_raises_naming_shapes():
+    with pytest.raises(MXNetError, match=r"\(2,\).*\(3,\)"):
+        nd.ones((2,)).copyto(nd.zeros((3,)))
+
+
+def test_copyto_bad_type_raises_type_error():
+    with pytest.raises(TypeError, match="int"):
+        nd.ones((2,)).copyto(5)
+
+
+def test_as_in_context_same_ctx_returns_self():
+    a = nd.ones((2,), ctx=mx.cpu(1))
+    assert a.as_in_context(mx.cpu(1)) is a
+
+
+def test_as_in_context_other_ctx_copies():
+    a = nd.ones((2,))
+    b = a.as_in_context(mx.cpu(4))
+    assert b is not a and b.context == mx.cpu(4)
+    assert not np.shares_memory(a._array, b._array)
+
+
+def test_astype_copies_by_default_and_can_return_self():
+    a = nd.ones((2,))
+    assert a.astype("float32") is not a
+    assert a.astype("float32", copy=False) is a
+    b = a.astype(np.int64)
+    assert b.dtype is np.int64 and b.asnumpy().tolist() == [1, 1]
+
+
+# ---------------------------------------------------------------- reshape
+def test_reshape_forms():
+    a = nd.arange(6)
+    assert a.reshape((2, 3)).shape == (2, 3)
+    assert a.reshape(3, 2).shape == (3, 2)
+    assert a.reshape(shape=(1, 6)).shape == (1, 6)
+    assert a.reshape((-1, 2)).shape == (3, 2)
+    assert nd.ones((2, 3)).reshape((0, -1)).shape == (2, 3)
+
+
+def test_reshape_is_a_view():
+    a = nd.zeros((2, 3))
+    a.reshape(-1)[:] = 1
+    assert a.asnumpy().sum() == 6
+
+
+def test_reshape_wrong_size_raises_naming_shapes():
+    with pytest.raises(MXNetError, match=r"\(2, 3\).*\(4, 2\)"):
+        nd.ones((2, 3)).reshape((4, 2))
+
+
+def test_reshape_two_unknown_dims_raises():
+    with pytest.raises(MXNetError, match="one and only one"):
+        nd.ones((2, 2)).reshape((1, -1, -1))
+
+
+# ---------------------------------------------------------------- indexing
+def test_integer_index_gives_a_row_view():
+    a = nd.array([[1, 2, 3], [4, 5, 6]])
+    row = a[1]
+    assert row.asnumpy().tolist() == [4, 5, 6]
+    row[:] = 0
+    assert a.asnumpy().tolist() == [[1, 2, 3], [0, 0, 0]]
+
+
+def test_full_integer_index_gives_shape_1_as_mxnet():
+    a = nd.array([[1, 2, 3], [4, 5, 6]])
+    assert a[1, 2].shape == (1,) and a[1, 2].asscalar() == 6
+    assert nd.array([5, 6])[0].shape == (1,)
+
+
+def test_slice_on_first_axis_is_a_view():
+    a = nd.zeros((4, 2))
+    a[1:3][:] = 1
+    assert a.asnumpy()[:, 0].tolist() == [0, 1, 1, 0]
+
+
+def test_column_index_is_a_copy():
+    a = nd.array([[1, 2], [3, 4]])
+    col = a[:, 1]
+    assert col.asnumpy().tolist() == [2, 4]
+    col[:] = 0
+    assert a.asnumpy().tolist() == [[1, 2], [3, 4]]
+
+
+def test_negative_and_fancy_indexing():
+    a = nd.array([[1, 2], [3, 4], [5, 6]])
+    assert a[-1].asnumpy().tolist() == [5, 6]
+    assert a[[0, 2]].asnumpy().tolist() == [[1, 2], [5, 6]]
+    assert a[nd.array([2, 0])].asnumpy().tolist() == [[5, 6], [1, 2]]
+    assert a[np.array([1])].asnumpy().tolist() == [[3, 4]]
+
+
+def test_index_out_of_range_raises_index_error():
+    with pytest.raises(IndexError, match="5"):
+        nd.ones((2, 3))[5]
+
+
+def test_setitem_whole_with_scalar_list_numpy_and_ndarray():
+    a = nd.zeros((2, 2))
+    buf = a._array
+    a[:] = 1
+    assert a.asnumpy().sum() == 4
+    a[:] = [[1, 2], [3, 4]]
+    assert a.asnumpy().tolist() == [[1, 2], [3, 4]]
+    a[:] = np.full((2, 2), 5.0)
+    assert a.asnumpy().sum() == 20
+    a[:] = nd.ones((2, 2), ctx=mx.cpu(3))
+    assert a.asnumpy().sum() == 4
+    assert a._array is buf
+
+
+def test_setitem_broadcasts_a_row():
+    a = nd.zeros((2, 3))
+    a[:] = nd.array([1, 2, 3])
+    assert a.asnumpy().tolist() == [[1, 2, 3], [1, 2, 3]]
+
+
+def test_setitem_at_an_index_and_a_column():
+    a = nd.zeros((2, 3))
+    a[1] = nd.array([7, 8, 9], ctx=mx.cpu(2))
+    a[:, 0] = 5
+    assert a.asnumpy().tolist() == [[5, 0, 0], [5, 8, 9]]
+
+
+def test_setitem_wrong_shape_raises_naming_shapes():
+    a = nd.zeros((2, 3))
+    with pytest.raises(MXNetError, match=r"\(3, 2\).*\(2, 3\)"):
+        a[:] = nd.ones((3, 2))
+
+
+def test_setitem_casts_into_the_destination_dtype():
+    a = nd.zeros((2,), dtype="int32")
+    a[:] = np.array([1.9, 2.1])
+    assert a.dtype is np.int32 and a.asnumpy().tolist() == [1, 2]
+
+
+# ---------------------------------------------------------------- arithmetic
+def test_arithmetic_with_arrays_and_scalars_both_orders():
+    a = nd.array([1, 2, 4])
+    assert (a + a).asnumpy().tolist() == [2, 4, 8]
+    assert (a - 1).asnumpy().tolist() == [0, 1, 3]
+    assert (1 - a).asnumpy().tolist() == [0, -1, -3]
+    assert (2 * a).asnumpy().tolist() == [2, 4, 8]
+    assert (a / 2).asnumpy().tolist() == [0.5, 1, 2]
+    assert (1 / a).asnumpy().tolist() == [1, 0.5, 0.25]
+    assert (-a).asnumpy().tolist() == [-1, -2, -4]
+    assert (a ** 2).asnumpy().tolist() == [1, 4, 16]
+    assert (2 ** a).asnumpy().tolist() == [2, 4, 16]
+    assert (a % 3).asnumpy().tolist() == [1, 2, 1]
+
+
+def test_numpy_scalars_work_on_either_side():
+    a = nd.array([1, 2])
+    assert (np.float32(2) * a).asnumpy().tolist() == [2, 4]
+    assert (a + np.float64(1)).dtype is np.float32
+
+
+def test_result_keeps_the_array_dtype():
+    a = nd.array([1, 2], dtype="float16")
+    assert (a * 2.5).dtype is np.float16
+
+
+def test_integer_arithmetic_as_mxnet():
+    i = nd.array([3], dtype="int32")
+    assert (i * 1.5).asnumpy().tolist() == [3]  # the scalar is cast to int
+    assert (nd.array([-3], dtype="int32") / 2).asnumpy().tolist() == [-1]
+    assert (nd.array([3], dtype="uint8") - 5).asnumpy().tolist() == [254]
+    assert (i / nd.array([2], dtype="int32")).dtype is np.int32
+
+
+def test_broadcasting_of_size_one_dims_as_mxnet():
+    out = nd.ones((2, 3)) + nd.array([1, 2, 3])
+    assert out.asnumpy().tolist() == [[2, 3, 4], [2, 3, 4]]
+
+
+def test_shape_mismatch_raises_naming_both_shapes():
+    with pytest.raises(MXNetError, match=r"\(2, 3\).*\(3, 2\)"):
+        nd.ones((2, 3)) + nd.ones((3, 2))
+
+
+def test_dtype_mismatch_raises_naming_both_dtypes():
+    with pytest.raises(MXNetError, match="float16.*float32"):
+        nd.ones((2,), dtype="float16") + nd.ones((2,))
+
+
+def test_unsupported_operand_raises_type_error():
+    with pytest.raises(TypeError, match="str"):
+        nd.ones((2,)) + "a"
+    with pytest.raises(TypeError, match="numpy"):
+        nd.ones((2,)) + np.ones(2)
+
+
+def test_binary_op_across_cpu_contexts_lands_on_the_left():
+    out = nd.array([1, 2], ctx=mx.cpu(1)) + nd.array([1, 2], ctx=mx.cpu(0))
+    assert out.context == mx.cpu(1)
+    assert out.asnumpy().tolist() == [2, 4]
+
+
+@pytest.mark.skipif(context.num_gpus() == 0, reason="needs a GPU")
+def test_binary_op_between_cpu_and_gpu_raises_naming_both():
+    with pytest.raises(MXNetError, match=r"cpu\(0\).*gpu\(0\)"):
+        nd.ones((2,)) + nd.ones((2,), ctx=mx.gpu(0))
+
+
+def test_inplace_ops_keep_the_same_buffer():
+    a = nd.array([1, 2])
+    buf = a._array
+    ident = id(a)
+    a += 1
+    a -= nd.array([1, 1], ctx=mx.cpu(1))
+    a *= 4
+    a /= nd.array([2, 2])
+    assert id(a) == ident and a._array is buf
+    assert a.asnumpy().tolist() == [2, 4]
+
+
+def test_inplace_on_a_view_writes_through():
+    a = nd.zeros((2, 2))
+    row = a[1]
+    row += 3
+    assert a.asnumpy().tolist() == [[0, 0], [3, 3]]
+
+
+def test_inplace_int_division_truncates_in_place():
+    a = nd.array([7, -7], dtype="int64")
+    buf = a._array
+    a /= 2
+    assert a._array is buf and a.asnumpy().tolist() == [3, -3]
+
+
+def test_inplace_that_would_grow_the_shape_raises():
+    a = nd.ones((3,))
+    with pytest.raises(MXNetError, match=r"\(2, 3\).*\(3,\)"):
+        a += nd.ones((2, 3))
+
+
+def test_comparisons_return_0_1_arrays_of_the_input_dtype():
+    a = nd.array([1, 2, 3])
+    assert (a == 2).asnumpy().tolist() == [0, 1, 0]
+    assert (a != nd.array([1, 0, 3])).asnumpy().tolist() == [0, 1, 0]
+    assert (a > 1).asnumpy().tolist() == [0, 1, 1]
+    assert (a >= 2).asnumpy().tolist() == [0, 1, 1]
+    assert (a < 2).asnumpy().tolist() == [1, 0, 0]
+    assert (a <= 2).asnumpy().tolist() == [1, 1, 0]
+    assert (a > 1).dtype is np.float32
+    assert (nd.ones((2,), dtype="int32") == 1).dtype is np.int32
+
+
+# ---------------------------------------------------------------- functions
+def test_waitall_and_wait_to_read_return():
+    a = nd.ones((2,))
+    a.wait_to_read()
+    assert nd.waitall() is None
+
+
+def test_concat_default_dim_1_and_concatenate_axis_0():
+    x, y = nd.array([[3, 4]]), nd.array([[1, 1]])
+    assert nd.concat(x, y).asnumpy().tolist() == [[3, 4, 1, 1]]
+    assert nd.concat(x, y, dim=0).asnumpy().tolist() == [[3, 4], [1, 1]]
+    assert nd.concatenate([x, y]).asnumpy().tolist() == [[3, 4], [1, 1]]
+
+
+def test_concat_of_1d_arrays():
+    assert nd.concat(nd.ones((2,)), nd.zeros((1,)), dim=0).asnumpy().tolist() == [1, 1, 0]
+
+
+def test_concat_mismatched_shapes_raises_naming_them():
+    with pytest.raises(MXNetError, match=r"\(3, 3\).*\(2, 2\)"):
+        nd.concat(nd.ones((2, 2)), nd.ones((3, 3)), dim=0)
+
+
+def test_add_n_and_elementwise_sum():
+    arrs = [nd.array([1, 2]), nd.array([3, 4], ctx=mx.cpu(1)), nd.array([5, 6])]
+    assert nd.add_n(*arrs).asnumpy().tolist() == [9, 12]
+    assert nd.ElementWiseSum(*arrs).asnumpy().tolist() == [9, 12]
+
+
+def test_add_n_does_not_modify_inputs():
+    a = nd.array([1, 2])
+    nd.add_n(a, a)
+    assert a.asnumpy().tolist() == [1, 2]
+
+
+def test_add_n_shape_mismatch_raises():
+    with pytest.raises(MXNetError, match=r"\(3,\).*\(2,\)"):
+        nd.add_n(nd.ones((2,)), nd.ones((3,)))
+
+
+def test_add_n_of_nothing_raises():
+    with pytest.raises(MXNetError):
+        nd.add_n()
+
+
+def test_sum_and_norm_full_reductions_have_shape_1():
+    a = nd.array([[3, 4], [0, 0]])
+    assert nd.sum(a).shape == (1,) and nd.sum(a).asscalar() == 7
+    assert nd.norm(a).shape == (1,) and nd.norm(a).asscalar() == pytest.approx(5.0)
+    assert nd.norm(a, ord=1).asscalar() == 7
+
+
+def test_sum_over_an_axis():
+    a = nd.array([[1, 2], [3, 4]])
+    assert nd.sum(a, axis=0).asnumpy().tolist() == [4, 6]
+    assert nd.sum(a, axis=1, keepdims=True).shape == (2, 1)
+    assert a.sum().asscalar() == 10
+
+
+def test_norm_keeps_the_dtype():
+    assert nd.norm(nd.ones((2, 2), dtype="float64")).dtype is np.float64
+    assert nd.norm(nd.array([3, 4], dtype="int32")).asnumpy().tolist() == [5]
+
+
+def test_elementwise_functions():
+    a = nd.array([-4, 0, 9])
+    assert nd.abs(a).asnumpy().tolist() == [4, 0, 9]
+    assert nd.sign(a).asnumpy().tolist() == [-1, 0, 1]
+    assert nd.square(a).asnumpy().tolist() == [16, 0, 81]
+    assert nd.sqrt(nd.array([4, 9])).asnumpy().tolist() == [2, 3]
+    assert nd.clip(a, -1, 1).asnumpy().tolist() == [-1, 0, 1]
+    assert nd.maximum(a, 1).asnumpy().tolist() == [1, 1, 9]
+    assert nd.minimum(a, nd.array([0, 0, 0])).asnumpy().tolist() == [-4, 0, 0]
+    assert nd.maximum(1, a).asnumpy().tolist() == [1, 1, 9]
+    assert nd.maximum(1, 2) == 2
+
+
+def test_functions_write_into_out():
+    a = nd.array([4, 9])
+    out = nd.zeros((2,))
+    buf = out._array
+    assert nd.sqrt(a, out=out) is out
+    assert out._array is buf and out.asnumpy().tolist() == [2, 3]
+
+
+def test_clip_with_min_above_max_raises():
+    with pytest.raises(MXNetError, match="a_min"):
+        nd.clip(nd.ones((2,)), 2, 1)
+
+
+def test_methods_mirror_functions():
+    a = nd.array([-1, 4])
+    assert a.abs().asnumpy().tolist() == [1, 4]
+    assert a.clip(0, 2).asnumpy().tolist() == [0, 2]
+    assert a.square().asnumpy().tolist() == [1, 16]
+    assert a.zeros_like().asnumpy().tolist() == [0, 0]
+
+
+# ---------------------------------------------------------------- GPU (run on a GPU machine)
+@needs_gpu
+def test_gpu_array_round_trip_and_placement():
+    a = nd.array([1, 2, 3], ctx=mx.gpu(0))
+    assert a.context == mx.gpu(0)
+    assert type(a._array).__module__.startswith("cupy")
+    assert a.asnumpy().tolist() == [1, 2, 3]
+
+
+@needs_gpu
+def test_gpu_copies_do_not_share_with_the_host():
+    h = nd.array([1, 2])
+    g = h.copyto(mx.gpu(0))
+    g += 1
+    back = g.copyto(mx.cpu(0))
+    assert h.asnumpy().tolist() == [1, 2] and back.asnumpy().tolist() == [2, 3]
+
+
+@needs_gpu
+def test_gpu_inplace_and_setitem_keep_the_buffer():
+    g = nd.zeros((2, 2), ctx=mx.gpu(0))
+    buf = g._array
+    g[:] = nd.ones((2, 2))  # from the host
+    g += 1
+    g[1] = np.array([5, 6])
+    assert g._array is buf and g.asnumpy().tolist() == [[2, 2], [5, 6]]
+
+
+@needs_gpu
+def test_gpu_ops_and_reductions():
+    g = nd.array([[3, 4]], ctx=mx.gpu(0))
+    assert nd.norm(g).asscalar() == pytest.approx(5.0)
+    assert nd.concat(g, g, dim=0).shape == (2, 2)
+    assert nd.add_n(g, g).asnumpy().tolist() == [[6, 8]]
+    assert (g > 3).asnumpy().tolist() == [[0, 1]]
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_every_dtype_round_trips(dtype):
+    g = nd.array([1, 2, 3], ctx=mx.gpu(0), dtype=dtype)
+    assert g.dtype is np.dtype(dtype).type
+    assert nd.ones((2,), ctx=mx.gpu(0), dtype=dtype).asnumpy().tolist() == [1, 1]
+    assert g.astype("float64").asnumpy().tolist() == [1, 2, 3]
+
+
+@needs_gpu
+def test_gpu_indexing_with_host_keys_and_views():
+    g = nd.array([[1, 2], [3, 4], [5, 6]], ctx=mx.gpu(0))
+    assert g[nd.array([2, 0])].asnumpy().tolist() == [[5, 6], [1, 2]]
+    assert g[[1]].asnumpy().tolist() == [[3, 4]]
+    g[1][:] = 0
+    assert g.asnumpy().tolist() == [[1, 2], [0, 0], [5, 6]]
+    assert g[2, 1].asnumpy().tolist() == [6]
+
+
+@needs_gpu
+def test_gpu_integer_semantics_and_comparisons():
+    g = nd.array([-3, 3], ctx=mx.gpu(0), dtype="int32")
+    assert (g / 2).asnumpy().tolist() == [-1, 1]
+    assert (g == 3).asnumpy().tolist() == [0, 1]
+    assert (g * 1.5).asnumpy().tolist() == [-3, 3]
+
+
+@needs_gpu
+def test_gpu_array_from_a_cupy_array_copies():
+    cp = context.xp_for(mx.gpu(0))
+    src = cp.arange(3, dtype=cp.float32)
+    g = nd.array(src, ctx=mx.gpu(0))
+    src[:] = 7
+    assert g.asnumpy().tolist() == [0, 1, 2]
+
+
+@needs_gpu
+def test_gpu_pickle_and_waits():
+    g = nd.array([1, 2], ctx=mx.gpu(0))
+    g.wait_to_read()
+    nd.waitall()
+    b = pickle.loads(pickle.dumps(g))
+    assert b.context == mx.gpu(0) and b.asnumpy().tolist() == [1, 2]
+
+
+@needs_gpu
+def test_gpu_copyto_host_ndarray_keeps_its_buffer():
+    dst = nd.zeros((2,), ctx=mx.cpu(1))
+    buf = dst._array
+    nd.array([4, 5], ctx=mx.gpu(0)).copyto(dst)
+    assert dst._array is buf and dst.asnumpy().tolist() == [4, 5]

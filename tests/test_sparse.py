@@ -1,0 +1,331 @@
+"""Row-sparse arrays: construction, validation, densify, retain, arithmetic, copies."""
+import pickle
+
+import numpy as np
+import pytest
+
+import mxkv as mx
+from mxkv import context
+from mxkv.base import MXNetError
+from mxkv.ndarray import sparse
+
+nd = mx.nd
+needs_gpu = pytest.mark.skipif(context.num_gpus() == 0, reason="needs a GPU")
+
+
+def rsp():
+    return nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [1, 3]), shape=(5, 2))
+
+
+DENSE = [[0, 0], [1, 2], [0, 0], [3, 4], [0, 0]]
+
+
+def test_construct_from_data_and_indices():
+    a = rsp()
+    assert isinstance(a, nd.sparse.RowSparseNDArray) and isinstance(a, nd.NDArray)
+    assert (a.stype, a.shape, a.dtype, a.context) == ("row_sparse", (5, 2), np.float32, mx.cpu(0))
+    assert a.data.asnumpy().tolist() == [[1, 2], [3, 4]]
+    assert a.indices.asnumpy().tolist() == [1, 3]
+    assert a.indices.dtype is np.int64
+
+
+def test_asnumpy_densifies():
+    assert rsp().asnumpy().tolist() == DENSE
+
+
+def test_repr_matches_mxnet():
+    assert repr(rsp()) == "\n<RowSparseNDArray 5x2 @cpu(0)>"
+
+
+def test_shape_is_inferred_from_the_largest_index():
+    a = nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [1, 3]))
+    assert a.shape == (4, 2)
+
+
+def test_dtype_and_ctx_arguments():
+    a = nd.sparse.row_sparse_array(([[1, 2]], [0]), shape=(2, 2), ctx=mx.cpu(1),
+                                   dtype="float64")
+    assert (a.dtype, a.context, a.data.context) == (np.float64, mx.cpu(1), mx.cpu(1))
+
+
+def test_numpy_data_keeps_its_dtype_as_mxnet():
+    a = nd.sparse.row_sparse_array((np.array([[1, 2]], dtype=np.int32), [1]), shape=(3, 2))
+    assert a.dtype is np.int32
+
+
+def test_one_dimensional_row_sparse():
+    a = nd.sparse.row_sparse_array(([1, 2], [1, 3]), shape=(5,))
+    assert a.asnumpy().tolist() == [0, 1, 0, 2, 0]
+
+
+def test_construction_copies_its_sources():
+    data = np.array([[1.0, 2.0]], dtype=np.float32)
+    a = nd.sparse.row_sparse_array((data, [0]), shape=(2, 2))
+    data[:] = 9
+    assert a.data.asnumpy().tolist() == [[1, 2]]
+
+
+def test_construct_from_a_dense_source_keeps_nonzero_rows():
+    a = nd.sparse.row_sparse_array(np.array([[0, 0], [1, 0], [0, 0]]))
+    assert a.indices.asnumpy().tolist() == [1]
+    assert a.dtype is np.int64
+    b = nd.sparse.row_sparse_array(nd.array(DENSE, dtype="int32"))
+    assert b.indices.asnumpy().tolist() == [1, 3] and b.dtype is np.int32
+
+
+def test_construct_from_a_shape_is_empty():
+    a = nd.sparse.row_sparse_array((5, 2))
+    assert a.shape == (5, 2) and a.indices.shape == (0,) and a.data.shape == (0, 2)
+
+
+def test_sparse_zeros_and_nd_zeros_with_stype():
+    for a in (nd.sparse.zeros("row_sparse", (5, 2), dtype="int64", ctx=mx.cpu(1)),
+              nd.zeros((5, 2), stype="row_sparse", dtype="int64", ctx=mx.cpu(1))):
+        assert (a.stype, a.dtype, a.context) == ("row_sparse", np.int64, mx.cpu(1))
+        assert a.asnumpy().tolist() == [[0, 0]] * 5
+    assert nd.sparse.zeros("default", (2,)).stype == "default"
+
+
+def test_out_of_range_index_raises_naming_index_and_shape():
+    with pytest.raises(MXNetError, match=r"index 7 .*\(5, 2\)"):
+        nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [1, 7]), shape=(5, 2))
+    with pytest.raises(MXNetError, match="-1"):
+        nd.sparse.row_sparse_array(([[1, 2]], [-1]), shape=(5, 2))
+
+
+def test_unsorted_indices_raise():
+    with pytest.raises(MXNetError, match=r"sorted.*index 1 .*\(5, 2\)"):
+        nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [3, 1]), shape=(5, 2))
+
+
+def test_duplicate_indices_raise():
+    with pytest.raises(MXNetError, match=r"index 1 appears more than once.*\(5, 2\)"):
+        nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [1, 1]), shape=(5, 2))
+
+
+def test_data_and_indices_length_mismatch_raises():
+    with pytest.raises(MXNetError, match="index per row"):
+        nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [1, 3, 4]), shape=(5, 2))
+
+
+def test_row_shape_mismatch_raises():
+    with pytest.raises(MXNetError, match=r"\(5, 3\)"):
+        nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [1, 3]), shape=(5, 3))
+
+
+def test_bad_tuple_length_raises():
+    with pytest.raises(ValueError, match="length"):
+        nd.sparse.row_sparse_array(([[1.0]], [0], 3))
+
+
+def test_csr_is_not_supported():
+    for make in (lambda: nd.zeros((2, 2), stype="csr"),
+                 lambda: nd.ones((2, 2)).tostype("csr"),
+                 lambda: rsp().tostype("csr"),
+                 lambda: nd.sparse.zeros("csr", (2, 2))):
+        with pytest.raises(MXNetError, match="csr storage is not supported"):
+            make()
+
+
+def test_unknown_stype_raises():
+    with pytest.raises(MXNetError, match="foo"):
+        nd.ones((2, 2)).tostype("foo")
+
+
+def test_tostype_round_trip():
+    dense = nd.array(DENSE)
+    a = dense.tostype("row_sparse")
+    assert a.indices.asnumpy().tolist() == [1, 3]
+    assert a.tostype("default").asnumpy().tolist() == DENSE
+    assert nd.tostype(dense, "row_sparse").stype == "row_sparse"
+
+
+def test_tostype_keeps_rows_with_any_nonzero():
+    a = nd.array([[0, 0], [0, 5], [0, 0]]).tostype("row_sparse")
+    assert a.indices.asnumpy().tolist() == [1]
+
+
+def test_tostype_same_storage_is_a_copy():
+    a = rsp()
+    b = a.tostype("row_sparse")
+    assert b is not a
+    b._data[:] = 0
+    assert a.data.asnumpy().sum() == 10
+    d = nd.ones((2,))
+    assert d.tostype("default") is not d
+
+
+def test_copy_copyto_and_as_in_context():
+    a = rsp()
+    b = a.copy()
+    b._data[:] = 0
+    assert a.data.asnumpy().sum() == 10
+    c = a.copyto(mx.cpu(2))
+    assert c.context == mx.cpu(2) and c.asnumpy().tolist() == DENSE
+    assert not np.shares_memory(a._data, c._data)
+    assert a.as_in_context(mx.cpu(0)) is a
+
+
+def test_copyto_rsp_and_dense_destinations():
+    dst = nd.sparse.zeros("row_sparse", (5, 2), ctx=mx.cpu(1))
+    assert rsp().copyto(dst) is dst and dst.asnumpy().tolist() == DENSE
+    dense = nd.ones((5, 2))
+    buf = dense._array
+    rsp().copyto(dense)
+    assert dense._array is buf and dense.asnumpy().tolist() == DENSE
+
+
+def test_copyto_shape_mismatch_raises():
+    with pytest.raises(MXNetError, match=r"\(5, 2\).*\(4, 2\)"):
+        rsp().copyto(nd.zeros((4, 2)))
+
+
+def test_astype_keeps_int64_indices():
+    b = rsp().astype("float64")
+    assert b.dtype is np.float64 and b.indices.dtype is np.int64
+
+
+def test_setitem_whole_from_dense_and_rsp():
+    a = nd.sparse.zeros("row_sparse", (5, 2))
+    a[:] = nd.array(DENSE)
+    assert a.indices.asnumpy().tolist() == [1, 3]
+    a[:] = nd.sparse.row_sparse_array(([[7, 7]], [0]), shape=(5, 2))
+    assert a.indices.asnumpy().tolist() == [0] and a.data.asnumpy().tolist() == [[7, 7]]
+
+
+def test_only_whole_indexing_is_supported():
+    a = rsp()
+    assert a[:] is a
+    with pytest.raises(MXNetError, match="only"):
+        a[1]
+
+
+def test_dense_only_operations_say_so():
+    with pytest.raises(MXNetError, match="row_sparse"):
+        rsp().reshape((10,))
+
+
+def test_rsp_plus_rsp_is_row_sparse_over_the_union():
+    b = nd.sparse.row_sparse_array(([[1, 1]], [0]), shape=(5, 2))
+    out = rsp() + b
+    assert out.stype == "row_sparse"
+    assert out.indices.asnumpy().tolist() == [0, 1, 3]
+    assert out.data.asnumpy().tolist() == [[1, 1], [1, 2], [3, 4]]
+
+
+def test_rsp_minus_rsp():
+    out = rsp() - nd.sparse.row_sparse_array(([[1, 1]], [3]), shape=(5, 2))
+    assert out.asnumpy().tolist() == [[0, 0], [1, 2], [0, 0], [2, 3], [0, 0]]
+    rev = nd.sparse.row_sparse_array(([[1, 1]], [3]), shape=(5, 2)) - rsp()
+    assert rev.asnumpy().tolist() == [[0, 0], [-1, -2], [0, 0], [-2, -3], [0, 0]]
+
+
+def test_rsp_times_scalar_stays_sparse():
+    for out in (rsp() * 2, 2 * rsp()):
+        assert out.stype == "row_sparse" and out.data.asnumpy().tolist() == [[2, 4], [6, 8]]
+    assert (rsp() / 2).data.asnumpy().tolist() == [[0.5, 1], [1.5, 2]]
+
+
+def test_rsp_plus_dense_is_dense():
+    out = rsp() + nd.ones((5, 2))
+    assert out.stype == "default" and out.asnumpy().tolist() == (np.array(DENSE) + 1).tolist()
+    out2 = nd.ones((5, 2)) + rsp()
+    assert out2.stype == "default" and out2.asnumpy().sum() == 20
+
+
+def test_rsp_inplace_add_keeps_the_object():
+    a = rsp()
+    ident = id(a)
+    a += nd.sparse.row_sparse_array(([[1, 1]], [0]), shape=(5, 2))
+    a *= 2
+    assert id(a) == ident and a.stype == "row_sparse"
+    assert a.indices.asnumpy().tolist() == [0, 1, 3]
+    assert a.data.asnumpy().tolist() == [[2, 2], [2, 4], [6, 8]]
+
+
+def test_rsp_shape_mismatch_raises():
+    with pytest.raises(MXNetError, match=r"\(5, 2\).*\(6, 2\)"):
+        rsp() + nd.sparse.row_sparse_array((6, 2))
+
+
+def test_retain_returns_the_requested_rows():
+    out = nd.sparse.retain(rsp(), nd.array([3, 0], dtype="int64"))
+    assert out.indices.asnumpy().tolist() == [0, 3]
+    assert out.data.asnumpy().tolist() == [[0, 0], [3, 4]]
+    assert out.shape == (5, 2)
+
+
+def test_retain_accepts_lists_and_dedups():
+    out = rsp().retain([1, 1, 3])
+    assert out.indices.asnumpy().tolist() == [1, 3]
+    assert out.data.asnumpy().tolist() == [[1, 2], [3, 4]]
+
+
+def test_retain_from_a_dense_array():
+    out = nd.sparse.retain(nd.array(DENSE), [3, 4])
+    assert out.stype == "row_sparse"
+    assert out.data.asnumpy().tolist() == [[3, 4], [0, 0]]
+
+
+def test_retain_does_not_share_with_the_source():
+    a = rsp()
+    out = a.retain([1])
+    out._data[:] = 0
+    assert a.data.asnumpy().tolist() == [[1, 2], [3, 4]]
+
+
+def test_retain_out_of_range_row_raises_naming_it():
+    with pytest.raises(MXNetError, match=r"row id 9 .*\(5, 2\)"):
+        rsp().retain([9])
+
+
+def test_from_xp_wraps_without_copying():
+    data = np.ones((1, 2), dtype=np.float32)
+    idx = np.array([2], dtype=np.int64)
+    a = sparse.from_xp(data, idx, (4, 2), mx.cpu(0))
+    assert a._data is data and a._indices is idx
+    data[:] = 5
+    assert a.asnumpy()[2].tolist() == [5, 5]
+
+
+def test_from_xp_checks_structure_and_optionally_format():
+    with pytest.raises(MXNetError, match="int64"):
+        sparse.from_xp(np.ones((1, 2), np.float32), np.array([0], np.int32), (2, 2), mx.cpu(0))
+    with pytest.raises(MXNetError, match="does not fit"):
+        sparse.from_xp(np.ones((2, 2), np.float32), np.array([0], np.int64), (2, 2), mx.cpu(0))
+    with pytest.raises(MXNetError, match="sorted"):
+        sparse.from_xp(np.ones((2, 2), np.float32), np.array([1, 0], np.int64), (2, 2),
+                       mx.cpu(0), check=True)
+
+
+def test_pickle_round_trip():
+    a = rsp().copyto(mx.cpu(3))
+    b = pickle.loads(pickle.dumps(a))
+    assert (b.stype, b.context, b.asnumpy().tolist()) == ("row_sparse", mx.cpu(3), DENSE)
+
+
+def test_dense_functions_densify_sparse_inputs():
+    assert nd.sum(rsp()).asscalar() == 10
+    assert nd.array(rsp()).stype == "default"
+
+
+@needs_gpu
+def test_gpu_row_sparse_round_trip_and_retain():
+    g = rsp().copyto(mx.gpu(0))
+    assert g.context == mx.gpu(0) and g.asnumpy().tolist() == DENSE
+    out = g.retain(nd.array([3, 4], dtype="int64"))
+    assert out.data.asnumpy().tolist() == [[3, 4], [0, 0]]
+    assert (g + g).data.asnumpy().tolist() == [[2, 4], [6, 8]]
+    assert nd.array(DENSE, ctx=mx.gpu(0)).tostype("row_sparse").indices.asnumpy().tolist() \
+        == [1, 3]
+
+
+def test_dense_copyto_row_sparse_destination_keeps_nonzero_rows():
+    dst = nd.sparse.zeros("row_sparse", (5, 2))
+    assert nd.array(DENSE).copyto(dst) is dst
+    assert dst.indices.asnumpy().tolist() == [1, 3] and dst.asnumpy().tolist() == DENSE
+
+
+def test_nd_empty_with_row_sparse_stype():
+    a = nd.empty((3, 2), stype="row_sparse")
+    assert a.stype == "row_sparse" and a.indices.shape == (0,)
