@@ -1,0 +1,110 @@
+"""Nesterov accelerated gradient (MXNet's ``nag_mom_update``)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._arrays import clip_inplace, on_weight_device, run_kernel, scalars, zeros_state
+from .optimizer import Optimizer, _cast_into, register
+from .sgd import effective_momentum, momentum_first_mp_state, sgd_kernel
+
+__all__ = ["NAG", "nag_kernel"]
+
+
+def nag_kernel(lr: float, wd: float, rescale: float, clip: float | None, momentum: float):
+    """The NAG step on arrays, as MXNet's kernel computes it::
+
+        g     = clip(rescale_grad * grad, clip_gradient)
+        mom   = momentum * mom
+        w_new = w - mom + (momentum + 1) * (mom - lr * (g + wd * w))
+        mom   = mom - lr * (g + wd * w_new)
+
+    The last line reads the *new* weight: MXNet's kernel writes the weight
+    in place before it updates the momentum from it (both in
+    ``nag_mom_update`` and ``mp_nag_mom_update``); MXNet 1.9.1 gives exactly
+    these numbers.
+    """
+    def kernel(w, g, mom):
+        lr_, wd_, rs_, mu_ = scalars(w, lr, wd, rescale, momentum)
+        g *= rs_
+        clip_inplace(g, clip)
+        mom *= mu_
+        step = g + wd_ * w
+        step *= lr_
+        step -= mom                         # -(mom - lr * (g + wd * w))
+        w -= mom
+        w -= (mu_ + 1) * step
+        if wd:
+            g += wd_ * w
+        g *= lr_
+        mom -= g
+    return kernel
+
+
+@register
+class NAG(Optimizer):
+    """Nesterov accelerated gradient.
+
+    Updates each weight by (``mom`` is the state, as MXNet keeps it)::
+
+        g = clip(rescale_grad * grad, clip_gradient)
+        mom = momentum * mom
+        new_weight = weight - mom + (momentum + 1) * (mom - lr * (g + wd * weight))
+        mom = mom - lr * (g + wd * new_weight)
+        weight = new_weight
+
+    Without weight decay this is ``state = momentum * state + g;
+    weight -= lr * (g + momentum * state)`` with ``mom = -lr * state``. With
+    it, the momentum sees the updated weight, as MXNet 1.9's kernel does
+    (it updates the weight in place first).
+
+    Without momentum this is plain SGD (``sgd_update``). Row-sparse
+    gradients count as dense (MXNet has no sparse NAG kernel).
+
+    Parameters
+    ----------
+    momentum : float, optional, default 0.0
+        The momentum value.
+    multi_precision : bool, optional
+        For float16 weights, update a float32 master copy; the state is then
+        ``(momentum, weight32)``.
+    **kwargs
+        Passed to :class:`Optimizer`.
+    """
+
+    def __init__(self, momentum: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.momentum = momentum
+
+    def create_state_multi_precision(self, index, weight):
+        return momentum_first_mp_state(self, index, weight)
+
+    def create_state(self, index, weight):
+        if self.momentum != 0.0:
+            return zeros_state(weight)
+        return None
+
+    @on_weight_device
+    def _update_impl(self, index, weight, grad, state, multi_precision=False):
+        self._update_count(index)
+        lr = self._get_lr(index)
+        wd = self._get_wd(index)
+        clip = self._kernel_clip()
+        momentum = effective_momentum(self.momentum)
+        target, mom = (state[1], state[0]) if multi_precision else (weight, state)
+        if mom is not None:
+            kernel = nag_kernel(lr, wd, self.rescale_grad, clip, momentum)
+        else:   # sgd_update / mp_sgd_update
+            kernel = sgd_kernel(lr, wd, self.rescale_grad, clip, 0.0, decay_form=True)
+        run_kernel(kernel, target, grad, [mom], lazy=False)
+        if multi_precision:
+            _cast_into(target, weight)
+
+    def update(self, index, weight, grad, state):
+        self._update_impl(index, weight, grad, state, multi_precision=False)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        use_mp = (self.multi_precision and weight.dtype == np.float16
+                  and isinstance(state, (tuple, list)))
+        self._update_impl(index, weight, grad, state, multi_precision=use_mp)

@@ -1,0 +1,232 @@
+"""The KVStore updater: per-key optimizer states, and their save/restore.
+
+``get_updater(opt)`` returns an :class:`Updater`; a store calls it as
+``updater(key, grad, weight)`` once per key per push. States are made on a
+key's first update and can be saved with :meth:`Updater.get_states` (bytes)
+and restored with :meth:`Updater.set_states`, optionally with the optimizer.
+"""
+from __future__ import annotations
+
+import pickle
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._arrays import array_module, dense_view, device_scope, is_row_sparse, new_like
+from .optimizer import Optimizer
+
+__all__ = ["Updater", "get_updater"]
+
+
+class _SavedArray:
+    """A picklable record of one NDArray of a state: host copy plus context.
+
+    ``get_states`` turns every NDArray of the states into one of these, so
+    the bytes hold plain numpy arrays whatever the NDArray's backing (numpy
+    or cupy) and whether or not NDArray pickles itself.
+    """
+
+    __slots__ = ("array", "device_id", "device_type", "indices", "shape")
+
+    def __init__(self, nd: Any) -> None:
+        ctx = nd.context
+        self.device_type = ctx.device_type
+        self.device_id = ctx.device_id
+        self.shape = tuple(nd.shape)
+        if is_row_sparse(nd):
+            self.array = _to_host(nd._data)
+            self.indices = _to_host(nd._indices)
+        else:
+            self.array = _to_host(nd._array)
+            self.indices = None
+
+    def __getstate__(self) -> dict:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __setstate__(self, state: dict) -> None:
+        for k in self.__slots__:
+            setattr(self, k, state[k])
+
+    def restore(self) -> Any:
+        """Rebuild the NDArray on its context, or on ``cpu(0)`` when that is unavailable.
+
+        A state restored elsewhere than its weight moves to the weight's
+        context on the key's next update (``sync_state_context``).
+        """
+        from ..base import MXNetError
+        from ..context import Context, cpu, xp_for
+        ctx = Context(self.device_type, self.device_id)
+        try:
+            xp = xp_for(ctx)
+        except MXNetError:
+            ctx, xp = cpu(0), np
+        with device_scope(ctx):
+            data = xp.array(self.array, copy=True)
+            if self.indices is None:
+                return new_like(data, ctx)
+            return _row_sparse_class()(data, xp.array(self.indices, copy=True), self.shape, ctx)
+
+
+def _row_sparse_class() -> type:
+    from .. import ndarray
+    klass = getattr(ndarray, "RowSparseNDArray", None)
+    if klass is None:
+        from ..ndarray import sparse
+        klass = sparse.RowSparseNDArray
+    return klass
+
+
+def _to_host(arr: Any) -> np.ndarray:
+    if array_module(arr) is np:
+        return np.array(arr, copy=True)
+    return arr.get()
+
+
+def _is_ndarray(obj: Any) -> bool:
+    from ..ndarray import NDArray  # RowSparseNDArray is one too
+    return isinstance(obj, NDArray)
+
+
+def _freeze(obj: Any) -> Any:
+    """Replace every NDArray inside ``obj`` (tuples, lists, dicts) with a _SavedArray."""
+    if _is_ndarray(obj):
+        return _SavedArray(obj)
+    if isinstance(obj, tuple):
+        return tuple(_freeze(x) for x in obj)
+    if isinstance(obj, list):
+        return [_freeze(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _freeze(v) for k, v in obj.items()}
+    return obj
+
+
+def _thaw(obj: Any) -> Any:
+    """Inverse of :func:`_freeze`."""
+    if isinstance(obj, _SavedArray):
+        return obj.restore()
+    if isinstance(obj, tuple):
+        return tuple(_thaw(x) for x in obj)
+    if isinstance(obj, list):
+        return [_thaw(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _thaw(v) for k, v in obj.items()}
+    return obj
+
+
+def _as_in_context(nd: Any, ctx: Any) -> Any:
+    """``nd`` on ``ctx``: itself when already there, else a copy."""
+    if nd.context == ctx:
+        return nd
+    if hasattr(nd, "as_in_context"):
+        return nd.as_in_context(ctx)
+    from ..context import xp_for
+    xp = xp_for(ctx)
+    with device_scope(ctx):
+        src = dense_view(nd)
+        host = src.get() if array_module(src) is not np else src
+        return new_like(xp.array(host, copy=True), ctx)
+
+
+class Updater:
+    """Applies an optimizer to KVStore values, holding one state per key.
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer; its ``update_multi_precision`` does the work.
+
+    Examples
+    --------
+    >>> updater = mx.optimizer.get_updater(mx.optimizer.create('sgd', learning_rate=0.1))
+    >>> w, g = mx.nd.ones((2,)), mx.nd.ones((2,))
+    >>> updater(0, g, w)
+    >>> w.asnumpy()
+    array([0.9, 0.9], dtype=float32)
+    """
+
+    def __init__(self, optimizer: Optimizer) -> None:
+        self.optimizer = optimizer
+        self.states: dict[Any, Any] = {}
+        self.states_synced: dict[Any, bool] = {}
+        self.aggregate_updates = optimizer.aggregate_num > 0
+
+    def __call__(self, index: int | str | Sequence, grad: Any, weight: Any) -> None:
+        """Update ``weight`` in place from ``grad``; ``index`` is the key (or a list of keys).
+
+        The key's state is created on its first update, and moved to the
+        weight's context after a :meth:`set_states`.
+        """
+        if not isinstance(index, (list, tuple)):
+            indices, grads, weights = [index], [grad], [weight]
+        else:
+            indices, grads, weights = list(index), list(grad), list(weight)
+        if weights:
+            self.optimizer._set_current_context(weights[0].context.device_id)
+        for i, idx in enumerate(indices):
+            if isinstance(idx, bytes):
+                idx = indices[i] = idx.decode("utf-8")
+            if idx not in self.states:
+                self.states[idx] = self.optimizer.create_state_multi_precision(idx, weights[i])
+                self.states_synced[idx] = True
+            elif not self.states_synced[idx]:
+                self.states[idx] = self.sync_state_context(self.states[idx], weights[i].context)
+                self.states_synced[idx] = True
+        if not self.aggregate_updates:
+            for i, w, g in zip(indices, weights, grads):
+                self.optimizer.update_multi_precision(i, w, g, self.states[i])
+            return
+        # aggregating optimizers (SGD) take up to aggregate_num same-dtype weights at once
+        by_dtype: dict[Any, list] = {}
+        for i, w, g in zip(indices, weights, grads):
+            by_dtype.setdefault(np.dtype(w.dtype), []).append((i, w, g))
+        step = self.optimizer.aggregate_num
+        for group in by_dtype.values():
+            idxs, ws, gs = zip(*group)
+            for start in range(0, len(idxs), step):
+                sl = slice(start, start + step)
+                self.optimizer.update_multi_precision(
+                    idxs[sl], ws[sl], gs[sl], [self.states[k] for k in idxs[sl]])
+
+    def sync_state_context(self, state: Any, context: Any) -> Any:
+        """``state`` with every NDArray in it moved to ``context``."""
+        if _is_ndarray(state):
+            return _as_in_context(state, context)
+        if isinstance(state, (tuple, list)):
+            synced = [self.sync_state_context(s, context) for s in state]
+            return tuple(synced) if isinstance(state, tuple) else synced
+        return state
+
+    def set_states(self, states: bytes) -> None:
+        """Restore states saved by :meth:`get_states` (and the optimizer, if it was saved)."""
+        loaded = pickle.loads(states)
+        if isinstance(loaded, tuple) and len(loaded) == 2:
+            frozen, self.optimizer = loaded
+            self.aggregate_updates = self.optimizer.aggregate_num > 0
+        else:
+            frozen = loaded
+        self.states = _thaw(frozen)
+        self.states_synced = dict.fromkeys(self.states.keys(), False)
+
+    def get_states(self, dump_optimizer: bool = False) -> bytes:
+        """The states as bytes (pickle); with ``dump_optimizer`` the optimizer too.
+
+        Parameters
+        ----------
+        dump_optimizer : bool, default False
+            Also save the optimizer: its learning rate, scheduler, update
+            counts and multipliers.
+        """
+        frozen = _freeze(self.states)
+        return pickle.dumps((frozen, self.optimizer) if dump_optimizer else frozen)
+
+
+def get_updater(optimizer: Optimizer) -> Updater:
+    """Return the :class:`Updater` a KVStore calls as ``updater(key, grad, weight)``.
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        The optimizer to apply.
+    """
+    return Updater(optimizer)
