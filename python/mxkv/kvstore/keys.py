@@ -19,6 +19,7 @@ from ..ndarray.sparse import RowSparseNDArray
 __all__ = ["flatten", "key_name", "is_array"]
 
 _ARRAY_TYPES = (NDArray, RowSparseNDArray)
+_PLAIN_TYPES = {NDArray, RowSparseNDArray}
 
 
 def key_name(key: Any) -> str:
@@ -61,6 +62,9 @@ def flatten(keys: Any, values: Any, op: str, what: str = "value"
     naming the key at fault, for mismatched lengths, mixed key types and
     values that are not arrays.
     """
+    fast = _flatten_plain(keys, values)
+    if fast is not None:
+        return fast
     pairs: List[Tuple[Any, Any]] = []
     if isinstance(keys, (list, tuple)):
         if not isinstance(values, (list, tuple)):
@@ -86,6 +90,27 @@ def flatten(keys: Any, values: Any, op: str, what: str = "value"
     k, is_str = _check_key(keys, op)
     _append(pairs, k, values, op, what)
     return pairs, is_str
+
+
+def _flatten_plain(keys: Any, values: Any):
+    """The common case in one pass: a list of all-int or all-str keys with
+    one array each. None when the call needs the general path (which also
+    produces the error messages)."""
+    if type(keys) not in (list, tuple) or type(values) not in (list, tuple) \
+            or len(keys) != len(values) or not keys:
+        return None
+    kinds = set(map(type, keys))
+    if kinds == {str}:
+        is_str = True
+    elif kinds == {int}:
+        if not all(-(2 ** 31) <= k < 2 ** 31 for k in keys):
+            return None
+        is_str = False
+    else:
+        return None
+    if not set(map(type, values)) <= _PLAIN_TYPES:
+        return None
+    return list(zip(keys, values)), is_str
 
 
 def _append(pairs: list, key: Any, value: Any, op: str, what: str) -> None:

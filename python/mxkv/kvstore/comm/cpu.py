@@ -43,6 +43,9 @@ class CommCPU(Comm):
         return out
 
     def reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
+        if out is not None and len(srcs) == 1:
+            copy_array(out._array, srcs[0]._array)
+            return out
         if out is None:
             if len(srcs) == 1:
                 return srcs[0]
