@@ -179,6 +179,10 @@ class KVStore(KVStoreBase):
                 comm.reduce(k, dense, out=stored)
             else:
                 merged = comm.reduce(k, dense)
+                if type(merged._array) is not type(stored._array):
+                    # As MXNet: a gradient merged on a GPU moves the weight there.
+                    stored = stored.copyto(merged.context)
+                    self._data[k] = stored
                 updater(k, merged, stored)
 
     def _push_row_sparse(self, k: Any, stored: RowSparseNDArray, vals: list) -> None:
