@@ -43,10 +43,10 @@ golden:
 	bash tools/mxnet-golden.sh
 
 bench: $(STAMP)
-	bash benchmarks/run.sh full
+	bash benchmarks/run.sh full $(BENCH_ARGS)
 
 bench-quick: $(STAMP)
-	bash benchmarks/run.sh quick
+	bash benchmarks/run.sh quick $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check python tests || true

@@ -1,0 +1,241 @@
+"""Write a run's results: JSON, a markdown table, a PNG chart of the ratios.
+
+``write_all`` writes ``latest.*`` and ``<mode>.*`` (so a quick run does not
+overwrite the last full run's numbers) and, when asked, replaces the block
+between the markers in ``docs/benchmarks.md`` with the table and chart.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from typing import Any, Dict, List, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DOCS = os.path.join(os.path.dirname(HERE), "docs", "benchmarks.md")
+BEGIN, END = "<!-- BEGIN BENCH RESULTS -->", "<!-- END BENCH RESULTS -->"
+
+
+def _t(s: Optional[float]) -> str:
+    if s is None:
+        return "-"
+    if s < 1e-3:
+        return "%.3g us" % (s * 1e6)
+    if s < 1:
+        return "%.3g ms" % (s * 1e3)
+    return "%.3g s" % s
+
+
+def _side(d: Dict[str, Any]) -> str:
+    if "median_s" in d:
+        return "%s / %s" % (_t(d["min_s"]), _t(d["median_s"]))
+    if "skipped" in d:
+        return "skipped"
+    if "error" in d:
+        return "error"
+    return "-"
+
+
+def _pct(x: Optional[float]) -> str:
+    return "-" if x is None else "%.0f%%" % (100 * x)
+
+
+def _val(x: Optional[float], unit: str) -> str:
+    return "-" if x is None else "%.3g %s" % (x, unit)
+
+
+def _result(status: str) -> str:
+    return {"pass": "pass", "FAIL": "**FAIL**"}.get(status, status)
+
+
+def markdown(r: Dict[str, Any], image: Optional[str]) -> str:
+    m = r["machine"]
+    sides = r["sides"]
+    mx_v = sides.get("mxnet", {}).get("version", "?")
+    kv = sides.get("mxkv", {})
+    kv_label = "mxkv %s" % kv.get("version", "?")
+    if kv.get("module") not in (None, "mxkv"):
+        kv_label = "%s as a stand-in for mxkv" % kv.get("module")
+    reps = r["mode_settings"]
+    out: List[str] = []
+    out.append("### %s run, %s" % (r["mode"], r["started"]))
+    out.append("")
+    out.append("%s, %s CPUs, %s GiB; MXNet %s (numpy %s) vs %s (numpy %s); git %s; "
+               "%.0f s wall." % (m.get("cpu", m.get("machine")), m.get("cpus_usable", "?"),
+                                 m.get("mem_gib", "?"), mx_v, sides.get("mxnet", {}).get("numpy"),
+                                 kv_label, kv.get("numpy"), m.get("git", "?"), r["wall_s"]))
+    out.append("")
+    out.append("Time of one step, completion included: min / median of up to %d interleaved "
+               "repetitions per side after %d warm-up step(s). Ratio = mxkv median / MXNet median "
+               "(lower is better); the ratio of minimums in brackets." % (reps["reps"],
+                                                                        reps["warmup"]))
+    out.append("")
+    out.append("| workload | size | MXNet | mxkv | mxkv / MXNet | target | result |")
+    out.append("|---|---|--:|--:|--:|--:|:-:|")
+    for row in r["rows"]:
+        ratio = ("**%.2f** (%.2f)" % (row["ratio"], row["ratio_min"])
+                 if row.get("ratio") is not None else "-")
+        status = _result(row["status"])
+        if row.get("note"):
+            status += " <sub>%s</sub>" % row["note"].replace("|", "/")
+        out.append("| %s | %s | %s | %s | %s | <= %.1f | %s |" % (
+            row["title"], row["size"], _side(row.get("mxnet", {})), _side(row.get("mxkv", {})),
+            ratio, row["target"], status))
+    out.append("")
+    fl = r.get("floors", {})
+    out.append("**Floors** (same machine, same run, measured in the mxkv interpreter):")
+    out.append("")
+    out.append("| floor | value |")
+    out.append("|---|---|")
+    if "copy" in fl:
+        c, a = fl["copy"], fl["add"]
+        mib = c["bytes"] >> 20
+        out.append("| numpy `copyto`, %d MiB float32 (numpy %s) | %.1f GB/s traffic, %.1f GB/s "
+                   "memcpy payload |" % (mib, fl.get("numpy"), c["gbps"], c["payload_gbps"]))
+        out.append("| numpy `add(a, b, out=c)`, %d MiB float32 | %.1f GB/s traffic |"
+                   % (mib, a["gbps"]))
+    elif fl.get("error"):
+        out.append("| numpy | error: %s |" % fl["error"])
+    noop = fl.get("py4j_noop_p50_us")
+    if noop is not None:
+        out.append("| Py4J no-op round trip, p50 | %.1f us (%s) |"
+                   % (noop, fl.get("py4j_noop_source")))
+    elif (r.get("bridge") or {}).get("rows"):
+        fb = (r["bridge"].get("fallback") or {}).get("error") or r["bridge"].get("bridge_error")
+        out.append("| Py4J no-op round trip, p50 | not measured: %s |" % fb)
+    out.append("")
+    bw = r.get("bandwidth") or []
+    if bw:
+        out.append("**Aggregation bandwidth**: memory traffic of the best push+pull "
+                   "(per key k-1 adds into a buffer, k copies out) over the median time; the "
+                   "floor is that sequence in numpy, one thread, same shapes. The 80% aim is "
+                   "for the big-key rows; the ResNet-50 rows are shown for reference.")
+        out.append("")
+        out.append("| workload | numpy floor | MXNet | mxkv | mxkv / floor | target | result |")
+        out.append("|---|--:|--:|--:|--:|--:|:-:|")
+        for b in bw:
+            def g(x: Optional[float]) -> str:
+                return "-" if x is None else "%.1f GB/s" % x
+            tgt = "-" if b.get("target") is None else ">= %.0f%%" % (100 * b["target"])
+            out.append("| %s | %s | %s (%s) | %s | **%s** | %s | %s |" % (
+                b["title"], g(b["floor_gbps"]), g(b["mxnet_gbps"]), _pct(b["mxnet_of_floor"]),
+                g(b["mxkv_gbps"]), _pct(b["mxkv_of_floor"]), tgt, _result(b["status"])))
+        out.append("")
+    br = r.get("bridge") or {}
+    if br.get("rows"):
+        out.append("**Clojure over the bridge** (%s):" % (br.get("bridge_cmd") or
+                                                         "no bridge benchmark yet"))
+        out.append("")
+        out.append("| row | measure | value | floor | ratio | target | result |")
+        out.append("|---|---|--:|--:|--:|--:|:-:|")
+        for b in br["rows"]:
+            unit = b["unit"]
+            ratio = "-" if b.get("ratio") is None else "**%.2f**" % b["ratio"]
+            status = _result(b["status"]) + (" <sub>%s</sub>" % b["note"] if b.get("note") else "")
+            tgt = (("<= %.0fx" % b["target"]) if b["op"] == "<="
+                   else (">= %.0f%%" % (100 * b["target"])))
+            out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                b["title"], b["metric"], _val(b["value"], unit), _val(b["floor"], unit), ratio,
+                tgt, status))
+        out.append("")
+    if image:
+        out.append("![mxkv / MXNet time ratios and floor fractions](%s)" % image)
+        out.append("")
+    return "\n".join(out)
+
+
+def chart(r: Dict[str, Any], path: str) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.stderr.write("report: matplotlib not installed; no chart\n")
+        return False
+    rows = r["rows"]
+    floor_rows = [(b["title"] + " (mxkv / numpy floor)", b["mxkv_of_floor"], ">=",
+                   b["target"], b["status"]) for b in r.get("bandwidth") or []
+                  if b.get("target") is not None]
+    floor_rows += [(b["title"], b.get("ratio"), b["op"], b["target"], b["status"])
+                   for b in (r.get("bridge") or {}).get("rows", [])]
+    fig, axes = plt.subplots(2, 1, figsize=(10, 0.45 * (len(rows) + len(floor_rows)) + 2.6),
+                             gridspec_kw={"height_ratios": [max(len(rows), 1),
+                                                            max(len(floor_rows), 1)]})
+    panels = [(axes[0], [(x["title"], x.get("ratio"), "<=", x["target"], x["status"])
+                         for x in rows],
+               "mxkv time / MXNet time (lower is better; | = target)"),
+              (axes[1], floor_rows, "against the floors (| = target; direction in the label)")]
+    for ax, items, xlabel in panels:
+        labels, vals = [], []
+        for i, (title, val, op, target, status) in enumerate(items):
+            labels.append("%s  [%s %g]" % (title.replace("`", ""), op, target))
+            color = {"pass": "#2e7d32", "FAIL": "#c62828"}.get(status, "#9e9e9e")
+            if val is not None:
+                ax.barh(i, val, color=color, height=0.6)
+                ax.text(val, i, " %.2f" % val, va="center", fontsize=8)
+                vals.append(val)
+            else:
+                ax.text(0.01, i, status, va="center", fontsize=8, color="#616161",
+                        transform=ax.get_yaxis_transform())
+            ax.plot([target, target], [i - 0.4, i + 0.4], color="black", lw=2)
+            vals.append(target)
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels(labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel(xlabel, fontsize=9)
+        ax.set_xlim(0, max(vals + [1.0]) * 1.18)
+        ax.axvline(1.0, color="#bdbdbd", lw=0.8, ls="--")
+    from matplotlib.patches import Patch
+    axes[0].legend(handles=[Patch(color="#2e7d32", label="meets target"),
+                            Patch(color="#c62828", label="misses target")],
+                   loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2, fontsize=8,
+                   frameon=False)
+    kv = r["sides"].get("mxkv", {})
+    fig.suptitle("mxkv benchmarks, %s run %s (%s)" % (r["mode"], r["started"][:16],
+                                                       kv.get("module", "mxkv")), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def update_docs(md: str) -> bool:
+    if not os.path.isfile(DOCS):
+        return False
+    text = open(DOCS).read()
+    if BEGIN not in text or END not in text:
+        sys.stderr.write("report: %s has no %s ... %s block; not updated\n" % (DOCS, BEGIN, END))
+        return False
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    with open(DOCS, "w") as f:
+        f.write(head + BEGIN + "\n" + md + "\n" + END + tail)
+    return True
+
+
+def write_all(r: Dict[str, Any], out_dir: str, docs: bool = False) -> List[str]:
+    """Write ``<mode>.*`` and ``latest.*``; with ``docs``, refresh docs/benchmarks.md."""
+    mode = r["mode"]
+    paths = []
+    base = os.path.join(out_dir, mode)
+    with open(base + ".json", "w") as f:
+        json.dump(r, f, indent=1, sort_keys=False)
+    has_png = chart(r, base + ".png")
+    with open(base + ".md", "w") as f:
+        f.write(markdown(r, image=(mode + ".png") if has_png else None))
+    for ext in ("json", "md", "png"):
+        src = "%s.%s" % (base, ext)
+        if os.path.exists(src) and (ext != "png" or has_png):
+            dst = os.path.join(out_dir, "latest." + ext)
+            if ext == "md":
+                with open(dst, "w") as f:
+                    f.write(markdown(r, image="latest.png" if has_png else None))
+            else:
+                shutil.copyfile(src, dst)
+            paths += [src, dst]
+    if docs:
+        rel = "../benchmarks/results/%s.png" % mode
+        if update_docs(markdown(r, image=rel if has_png else None)):
+            paths.append(DOCS)
+    return paths
