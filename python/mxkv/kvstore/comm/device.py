@@ -24,6 +24,9 @@ from .base import Comm, copy_array
 
 __all__ = ["CommDevice"]
 
+# Elements per chunk of a compressed reduction (1 MiB of float32).
+_GC_CHUNK = 1 << 18
+
 
 def _empty_like_on(ctx: Context, shape: tuple, dtype: Any) -> NDArray:
     from ... import ndarray as nd
@@ -148,8 +151,19 @@ class CommDevice(Comm):
         all_host = isinstance(target._array, np.ndarray) and \
             all(isinstance(s._array, np.ndarray) for s in srcs)
         if all_host:
-            for i, s in enumerate(srcs):
-                gc.roundtrip(s._array, residuals[i]._array, target._array, accumulate=i > 0)
+            # Element ranges on the threads; inside a range, chunks outside and
+            # devices inside, so the chunk of the target stays in cache.
+            tgt = target._array.reshape(-1)
+            grads = [s._array.reshape(-1) for s in srcs]
+            res = [r._array.reshape(-1) for r in residuals[:len(srcs)]]
+
+            def work(lo: int, hi: int) -> None:
+                for a in range(lo, hi, _GC_CHUNK):
+                    b = min(a + _GC_CHUNK, hi)
+                    for i, g in enumerate(grads):
+                        gc.roundtrip(g[a:b], res[i][a:b], tgt[a:b], accumulate=i > 0)
+
+            self.reducer.split(work, tgt.size)
         else:  # quantize where the gradient is, move the packed words, dequantize
             recv = self._copy_buf.setdefault(("gc", key), [])
             parts = []

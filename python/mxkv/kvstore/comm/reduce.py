@@ -73,14 +73,20 @@ class Reducer:
         return out
 
     def _parallel(self, fn, a, b, n: int, chunk: int) -> None:
-        """Run ``fn(a, b, lo, hi, chunk)`` over ``nthreads`` chunk-aligned ranges."""
+        """Run ``fn(a, b, lo, hi, chunk)`` over ``nthreads`` equal ranges."""
+        self.split(lambda lo, hi: fn(a, b, lo, hi, chunk), n)
+
+    def split(self, fn, n: int) -> None:
+        """Run ``fn(lo, hi)`` over ``[0, n)``: in equal ranges on the threads
+        when ``n`` reaches the big-array bound, else in one call."""
+        if n < self.bigarray_bound or self.nthreads == 1:
+            fn(0, n)
+            return
         step = -(-n // self.nthreads)
-        if step > chunk:
-            step = -(-step // chunk) * chunk
         bounds = [(lo, min(lo + step, n)) for lo in range(0, n, step)]
         pool = self._executor()
-        futures = [pool.submit(fn, a, b, lo, hi, chunk) for lo, hi in bounds[1:]]
-        fn(a, b, *bounds[0], chunk)
+        futures = [pool.submit(fn, lo, hi) for lo, hi in bounds[1:]]
+        fn(*bounds[0])
         for f in futures:
             f.result()
 
