@@ -96,7 +96,11 @@ class KVStore(KVStoreBase):
 
     @staticmethod
     def _check_like(key: Any, stored: Any, value: Any, op: str, verb: str) -> None:
-        if value.shape == stored.shape and value.dtype is stored.dtype:
+        if type(value) is NDArray and type(stored) is NDArray:
+            va, sa = value._array, stored._array
+            if va.shape == sa.shape and va.dtype == sa.dtype:
+                return
+        elif value.shape == stored.shape and value.dtype is stored.dtype:
             return
         if value.shape != stored.shape:
             raise MXNetError(
@@ -174,6 +178,11 @@ class KVStore(KVStoreBase):
             if isinstance(stored, RowSparseNDArray):
                 self._push_row_sparse(k, stored, vals)
                 continue
+            if updater is None and len(vals) == 1 and self._compression is None:
+                va, sa = vals[0]._array if type(vals[0]) is NDArray else None, stored._array
+                if type(va) is np.ndarray and type(sa) is np.ndarray:
+                    sa[...] = va  # one host value, no updater: the sum is a copy
+                    continue
             dense = [v.tostype("default") if isinstance(v, RowSparseNDArray) else v for v in vals]
             if updater is None:
                 comm.reduce(k, dense, out=stored)
@@ -226,6 +235,11 @@ class KVStore(KVStoreBase):
                 for o in outs:
                     stored.copyto(o)
                 continue
+            if len(outs) == 1 and type(outs[0]) is NDArray:
+                oa, sa = outs[0]._array, stored._array
+                if type(oa) is np.ndarray and type(sa) is np.ndarray:
+                    oa[...] = sa  # one host out: a plain copy
+                    continue
             dense = [o for o in outs if not isinstance(o, RowSparseNDArray)]
             self._comm.broadcast(k, stored, dense)
             sparse_outs = [o for o in outs if isinstance(o, RowSparseNDArray)]
