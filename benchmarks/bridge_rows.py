@@ -1,0 +1,227 @@
+"""The Clojure rows: integrate ``benchmarks/bridge/``'s benchmark, or fall back.
+
+The bridge teammate's benchmark (owned by them, in ``benchmarks/bridge/``)
+runs Clojure against the engine over Py4J. ``bench_bridge.py`` writes its
+JSON to ``--json FILE``; other scripts may print one JSON object on their last
+JSON line. We read these numbers from it:
+
+    noop_..._p50       the Py4J no-op round trip (the floor)
+    push_..._p50       a push of a small key from Clojure
+    pull_..._p50       a pull of a small key
+    push_plus_pull_p50 the two as a pair (shown, not judged)
+    to_vec_gbps        ``->vec`` of 64 MB, payload bytes per second
+
+The push/pull row is judged on the slower of push and pull against 2x the
+no-op round trip: each call must pay one round trip, and the target allows
+as much again for the work. (Read literally, "push+pull <= 2x no-op" would
+leave no time at all for the work of two calls.)
+
+Names are matched loosely (case-insensitive, nested objects flattened with
+``_``; ``noop``/``no_op``, ``push``, ``vec`` with ``p50``/``median`` or
+``gbps``/``gb_s``; units from the suffix ``_ns``/``_us``/``_ms``/``_s``) so
+the two sides need not agree on every underscore. Transports (``py4j`` today,
+``jpype`` later) are rows of their own: a bridge JSON that nests per-transport
+objects (``{"py4j": {...}, "jpype": {...}}``) yields rows for each.
+
+Without a bridge benchmark we still measure the floor (the Py4J no-op round
+trip from Python, ``py4j_roundtrip.py``) and leave the Clojure rows pending.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from typing import Any, Dict, List, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BRIDGE_DIR = os.path.join(HERE, "bridge")
+# Looked for in this order; BENCH_BRIDGE_CMD overrides (a shell command line,
+# given the mode as its argument, printing the JSON as its last JSON line).
+# bench_bridge.py is the bridge teammate's: it takes --n and writes --json FILE.
+CANDIDATES = ("bench_bridge.py", "run.sh", "bench.sh", "bench.py", "run.py")
+CALLS = {"quick": 1000, "full": 3000}   # timed calls per small-call measurement
+TRANSPORTS = ("py4j", "jpype")
+
+PUSH_PULL_TARGET = 2.0   # Clojure push, pull p50 <= 2 x the no-op round trip
+TO_VEC_TARGET = 0.5      # ->vec of 64 MB >= 50% of numpy memcpy (payload GB/s)
+
+
+def bridge_command(mode: str, python: str, json_path: str) -> Optional[List[str]]:
+    """The command line to run, or None; it writes ``json_path`` or prints JSON."""
+    if os.environ.get("BENCH_BRIDGE_CMD"):
+        return ["bash", "-c", os.environ["BENCH_BRIDGE_CMD"] + " " + mode]
+    for name in CANDIDATES:
+        path = os.path.join(BRIDGE_DIR, name)
+        if not os.path.isfile(path):
+            continue
+        if name == "bench_bridge.py":
+            return [python, path, "--json", json_path, "--n", str(CALLS.get(mode, 3000))]
+        if name.endswith(".py"):
+            return [python, path, mode]
+        return ["bash", path, mode]
+    return None
+
+
+def _flatten(obj: Any, prefix: str = "") -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.update(_flatten(v, (prefix + "_" if prefix else "") + str(k).lower()))
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        out[prefix] = float(obj)
+    return out
+
+
+_UNIT = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+
+
+def _gbps(flat: Dict[str, Any], word: str) -> Optional[float]:
+    for key, v in flat.items():
+        if re.search(word, key) and re.search(r"gbps|gb_s|gb/s", key):
+            return v
+    return None
+
+
+def parse_bridge(stdout: str) -> Dict[str, Any]:
+    """The last line of ``stdout`` that is a JSON object."""
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    raise ValueError("no JSON object in the bridge benchmark's output")
+
+
+def _first(flat: Dict[str, float], pattern: str, unit_default: str = "us") -> Optional[float]:
+    for key, v in flat.items():
+        if re.search(pattern, key) and re.search(r"p50|median", key):
+            m = re.search(r"_(ns|us|ms|s)(_p50|_median)?$", key)
+            return v * _UNIT[m.group(1) if m else unit_default]
+    return None
+
+
+def extract(raw: Dict[str, Any]) -> Dict[str, Dict[str, Optional[float]]]:
+    """Per transport: noop, push, pull, push_pull (p50, us) and to_vec_gbps."""
+    nested = {t: raw[t] for t in TRANSPORTS if isinstance(raw.get(t), dict)}
+    groups = nested or {"py4j": raw}
+    out = {}
+    for transport, obj in groups.items():
+        flat = _flatten(obj)
+        out[transport] = {"noop_p50_us": _first(flat, r"no_?op"),
+                          "push_pull_p50_us": _first(flat, r"push.*pull"),
+                          "push_p50_us": _first(flat, r"^push(?!.*pull)"),
+                          "pull_p50_us": _first(flat, r"^pull"),
+                          "to_vec_gbps": _gbps(flat, r"vec")}
+    return out
+
+
+def run_bridge(mode: str, python: str, timeout: float) -> Tuple[Optional[Dict], Optional[str], str]:
+    """(raw JSON, error, command) from the bridge benchmark, if there is one."""
+    with tempfile.TemporaryDirectory() as tmp:
+        json_path = os.path.join(tmp, "bridge.json")
+        cmd = bridge_command(mode, python, json_path)
+        if cmd is None:
+            return None, None, ""
+        root = os.path.dirname(HERE)
+        shown = " ".join("FILE" if c == json_path else
+                         os.path.relpath(c, root) if c.startswith(root + os.sep) else c
+                         for c in cmd)
+        try:
+            p = subprocess.run(cmd, cwd=os.path.dirname(HERE), capture_output=True, text=True,
+                               timeout=timeout, env=dict(os.environ, MXKV_PYTHON=python))
+        except subprocess.TimeoutExpired:
+            return None, "timed out after %.0f s" % timeout, shown
+        if p.returncode != 0:
+            tail = (p.stderr or p.stdout).strip().splitlines()[-5:]
+            return None, "exit %d: %s" % (p.returncode, " | ".join(tail)), shown
+        try:
+            if os.path.exists(json_path):
+                with open(json_path) as f:
+                    return json.load(f), None, shown
+            return parse_bridge(p.stdout), None, shown
+        except ValueError as e:
+            return None, str(e), shown
+
+
+def run_fallback_noop(python: str, calls: int,
+                      timeout: float) -> Tuple[Optional[Dict], Optional[str]]:
+    try:
+        p = subprocess.run([python, os.path.join(HERE, "py4j_roundtrip.py"), "--calls",
+                            str(calls)], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "timed out after %.0f s" % timeout
+    if p.returncode != 0:
+        last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return None, "%s exited %d: %s" % (os.path.basename(python), p.returncode, last)
+    return parse_bridge(p.stdout), None
+
+
+def rows(mode: str, python: str, memcpy_payload_gbps: Optional[float],
+         calls: int, timeout: float) -> Dict[str, Any]:
+    """Measure; return {"source", "floor", "rows", ...} for the report."""
+    raw, err, cmd = run_bridge(mode, python, timeout)
+    result: Dict[str, Any] = {"bridge_cmd": cmd or None, "bridge_error": err, "bridge_raw": raw}
+    per = extract(raw) if raw else {}
+    py4j = per.get("py4j", {})
+    noop = py4j.get("noop_p50_us")
+    if noop is None:   # the floor, measured here
+        fb, fb_err = run_fallback_noop(python, calls, timeout)
+        result["fallback"] = fb or {"error": fb_err}
+        noop = fb.get("noop_p50_us") if fb else None
+        result["noop_source"] = "benchmarks/py4j_roundtrip.py" if fb else None
+    else:
+        result["noop_source"] = cmd
+    result["noop_p50_us"] = noop
+
+    pending = ("pending: no benchmark in benchmarks/bridge/ yet" if not cmd
+               else "bridge benchmark failed: %s" % err if err else None)
+    out_rows = []
+    for transport in (per or {"py4j": {}}):
+        vals = per.get(transport, {})
+        t_noop = vals.get("noop_p50_us") or (noop if transport == "py4j" else None)
+        label = _label(transport)
+        push, pull, pair = (vals.get("push_p50_us"), vals.get("pull_p50_us"),
+                            vals.get("push_pull_p50_us"))
+        vec = vals.get("to_vec_gbps")
+        if push is not None and pull is not None:
+            # Each call against the round trip it cannot avoid: the slower of the two.
+            value, metric = max(push, pull), "slower of push, pull p50 / no-op p50"
+            extra = "push %.0f us, pull %.0f us" % (push, pull)
+            if pair is not None and t_noop:
+                extra += "; the pair p50 %.0f us = %.1fx no-op" % (pair, pair / t_noop)
+        else:
+            value, metric, extra = pair, "push+pull p50 / no-op p50", None
+        why = pending or (None if value is not None else "not in bridge output")
+        out_rows.append(_row("clj_push_pull_%s" % transport,
+                             "Clojure push, pull of a small key over %s" % label,
+                             metric, value, t_noop, "<=", PUSH_PULL_TARGET, "us",
+                             why, extra))
+        out_rows.append(_row("clj_to_vec_%s" % transport,
+                             "Clojure ->vec of 64 MB over %s" % label,
+                             "GB/s / numpy memcpy GB/s", vec, memcpy_payload_gbps,
+                             ">=", TO_VEC_TARGET, "GB/s",
+                             pending or (None if vec is not None else "not in bridge output")))
+    result["rows"] = out_rows
+    return result
+
+
+def _label(transport: str) -> str:
+    return {"py4j": "Py4J", "jpype": "JPype"}.get(transport, transport)
+
+
+def _row(name: str, title: str, metric: str, value: Optional[float], floor: Optional[float],
+         op: str, target: float, unit: str, why_not: Optional[str],
+         extra: Optional[str] = None) -> Dict[str, Any]:
+    row: Dict[str, Any] = {"name": name, "title": title, "metric": metric, "unit": unit,
+                           "value": value, "floor": floor, "op": op, "target": target}
+    if value is None or floor is None or floor == 0:
+        row.update(ratio=None, status="n/a", note=why_not or "floor not measured")
+        return row
+    ratio = value / floor
+    ok = ratio <= target if op == "<=" else ratio >= target
+    row.update(ratio=ratio, status="pass" if ok else "FAIL", note=extra)
+    return row

@@ -1,0 +1,51 @@
+(ns org.apache.clojure-mxnet.context
+  "Devices arrays live on: (cpu 0), (gpu 1). A Context is a value; it prints
+   as cpu(0) and equals another with the same device type and id.")
+
+(set! *warn-on-reflection* true)
+
+(deftype Context [^String deviceType ^long deviceId]
+  Object
+  (equals [_ o] (and (instance? Context o)
+                     (= deviceType (.-deviceType ^Context o))
+                     (== deviceId (.-deviceId ^Context o))))
+  (hashCode [_] (hash [deviceType deviceId]))
+  (toString [_] (str deviceType "(" deviceId ")")))
+
+(defmethod print-method Context [c ^java.io.Writer w]
+  (.write w (str "#<Context " c ">")))
+
+(defn cpu
+  "The CPU context `device-id` (default 0); ids name separate devices for
+   the kvstore's reduction, as in MXNet."
+  ([device-id]
+   (Context. "cpu" (long device-id)))
+  ([]
+   (cpu 0)))
+
+(defn gpu
+  "The GPU context `device-id` (default 0)."
+  ([device-id]
+   (Context. "gpu" (long device-id)))
+  ([]
+   (gpu 0)))
+
+(defn cpu-context
+  "(cpu 0)"
+  []
+  (cpu))
+
+(defn default-context
+  "The context arrays are created in when none is given: (cpu 0)."
+  []
+  (cpu-context))
+
+(defn device-type
+  "\"cpu\" or \"gpu\"."
+  [^Context context]
+  (.-deviceType context))
+
+(defn device-id
+  "The device's number."
+  [^Context context]
+  (.-deviceId context))

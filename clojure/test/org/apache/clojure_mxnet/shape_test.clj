@@ -1,0 +1,31 @@
+(ns org.apache.clojure-mxnet.shape-test
+  (:require [clojure.test :refer :all]
+            [org.apache.clojure-mxnet.base :as base]
+            [org.apache.clojure-mxnet.dtype :as dtype]
+            [org.apache.clojure-mxnet.shape :as mx-shape]
+            [org.apache.clojure-mxnet.util :as util]))
+
+(deftest shape-round-trips
+  (let [s (mx-shape/->shape [2 3])]
+    (is (= [2 3] (mx-shape/->vec s)))
+    (is (= 2 (mx-shape/length s)))
+    (is (= 6 (mx-shape/product s)))
+    (is (= s (mx-shape/->shape [2 3])))
+    (is (not= s (mx-shape/->shape [3 2])))
+    (is (= "(2,3)" (str s)))
+    (is (= "#<Shape (2,3)>" (pr-str s)))))
+
+(deftest base-and-dtype-constants
+  (is (= dtype/FLOAT32 base/MX_REAL_TYPE))
+  (is (= [:uint8 :int32 :float16 :float32 :float64]
+         [dtype/UINT8 dtype/INT32 dtype/FLOAT16 dtype/FLOAT32 dtype/FLOAT64]))
+  (is (= :int32 (dtype/->dtype "Int32"))))
+
+(deftest util-helpers
+  (is (= [2 3] (util/nd-seq-shape [[1 2 3] [4 5 6]])))
+  (is (= {"foo_bar" 1} (util/convert-map {:foo-bar 1})))
+  (is (= "foo_bar" (util/keyword->snake-case :foo-bar)))
+  (let [e (is (thrown? clojure.lang.ExceptionInfo
+                       (binding [*out* (java.io.StringWriter.)] (util/validate! string? 1 "Invalid thing"))))]
+    (is (= "Invalid thing" (ex-message e)))
+    (is (contains? (ex-data e) :clojure.spec.alpha/problems))))

@@ -1,0 +1,87 @@
+"""``python -m mxkv.bridge``: the engine process the JVM spawns.
+
+The JVM passes its gateway's port and secret in the environment
+(``MXKV_BRIDGE_PORT``, ``MXKV_BRIDGE_SECRET``). This process removes arena
+files of dead engines, connects to the gateway, starts a Py4J callback
+server on an ephemeral loopback port, registers its :class:`EngineFacade`
+with the JVM, then reads stdin until EOF: when the JVM goes away, however it
+goes, the pipe closes and the engine removes its arena and exits.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import traceback
+
+
+def main() -> int:
+    try:
+        port = int(os.environ["MXKV_BRIDGE_PORT"])
+        secret = os.environ.pop("MXKV_BRIDGE_SECRET")
+    except (KeyError, ValueError):
+        print("mxkv.bridge is started by the JVM (org.apache.clojure-mxnet.bridge), which sets "
+              "MXKV_BRIDGE_PORT and MXKV_BRIDGE_SECRET; use `mxkv repl` to get one.",
+              file=sys.stderr)
+        return 2
+    # Our stdout is the JVM's: keep stray prints out of a REPL transcript.
+    sys.stdout = sys.stderr
+    # Leave the terminal's process group: Ctrl-C in the REPL is for the JVM.
+    # The engine still ends with the JVM, through stdin.
+    try:
+        os.setsid()
+    except OSError:
+        pass
+    if not os.environ.get("MXKV_BRIDGE_DEBUG"):
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
+
+    from py4j.java_gateway import CallbackServerParameters, GatewayParameters, JavaGateway
+
+    gateway = JavaGateway(
+        gateway_parameters=GatewayParameters(address="127.0.0.1", port=port, auth_token=secret,
+                                             auto_field=False, auto_close=True),
+        callback_server_parameters=CallbackServerParameters(
+            address="127.0.0.1", port=0, auth_token=secret,
+            daemonize=True, daemonize_connections=True),
+    )
+    facade = None
+    try:
+        from .arena import remove_stale
+        from .facade import EngineFacade
+
+        remove_stale()
+        facade = EngineFacade()
+        gateway.entry_point.register(facade, gateway.get_callback_server().get_listening_port())
+    except BaseException as exc:  # report why to the waiting JVM, then exit
+        traceback.print_exc()
+        try:
+            gateway.entry_point.fail(f"{type(exc).__name__}: {exc}")
+        except Exception:
+            pass
+        if facade is not None:
+            facade.close()
+        os._exit(1)
+
+    def terminate(signum, frame):
+        facade.close()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
+    code = 0
+    try:
+        stdin = sys.stdin.buffer
+        while stdin.read(4096):
+            pass
+    except BaseException:
+        code = 0
+    finally:
+        try:
+            facade.close()
+        finally:
+            # Daemon threads may still be inside Py4J: leave without joining them.
+            os._exit(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""The engine's side of the shared-memory data plane.
+
+One file per engine in ``/dev/shm`` (``MXKV_SHM_DIR`` overrides), named
+``mxkv-<pid>-arena``, mapped here with :mod:`mmap` and on the JVM with
+``FileChannel.map``. It only grows, so a mapping the JVM already holds stays
+valid; the JVM remaps when a result reports a larger size.
+
+Array contents are *copied* into the arena (``->vec``) or out of it
+(``array``): nothing in the arena is shared with a live NDArray. Files of
+engines that died without cleaning up are removed by the next engine that
+starts.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import platform
+import re
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
+
+import numpy as np
+
+__all__ = ["Arena", "shm_dir", "remove_stale", "PARALLEL_BYTES", "HEADER", "FOLLOW_SUPPORTED"]
+
+_NAME = re.compile(r"^mxkv-(\d+)-arena$")
+#: Copies of at least this many bytes are split across threads (numpy
+#: releases the GIL while copying; one core does not saturate memory).
+PARALLEL_BYTES = 4 << 20
+_MIN_SIZE = 1 << 20
+#: Bytes at the start of the arena before the data: [0:8] is the progress
+#: counter of a followed copy (bytes of data written so far).
+HEADER = 64
+#: A followed copy publishes progress after each chunk of this many bytes.
+FOLLOW_CHUNK = 2 << 20
+#: Followed copies rely on stores becoming visible in program order (x86's
+#: TSO; glibc ends non-temporal copies with sfence). Elsewhere the JVM waits
+#: for the call to return instead.
+FOLLOW_SUPPORTED = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+def shm_dir() -> str:
+    """Where arena files live: ``MXKV_SHM_DIR``, else ``/dev/shm``, else the temp dir."""
+    d = os.environ.get("MXKV_SHM_DIR")
+    if d:
+        return d
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        return "/dev/shm"
+    return tempfile.gettempdir()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale(directory: Optional[str] = None) -> list:
+    """Remove arena files left by engines whose process is gone; return their paths."""
+    directory = directory or shm_dir()
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        m = _NAME.match(name)
+        if m and not _pid_alive(int(m.group(1))):
+            path = os.path.join(directory, name)
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except OSError:
+                pass
+    return removed
+
+
+class Arena:
+    """A growable shared-memory file mapped into this process."""
+
+    def __init__(self, directory: Optional[str] = None, size: int = _MIN_SIZE) -> None:
+        self.path = os.path.join(directory or shm_dir(), f"mxkv-{os.getpid()}-arena")
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.size = 0
+        self._mm: Optional[mmap.mmap] = None
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self.ensure(size)
+
+    def ensure(self, nbytes: int) -> int:
+        """Grow (never shrink) to hold at least ``nbytes``; return the size."""
+        if nbytes <= self.size:
+            return self.size
+        size = max(_MIN_SIZE, self.size)
+        while size < nbytes:
+            size *= 2
+        os.ftruncate(self._fd, size)
+        old = self._mm
+        self._mm = mmap.mmap(self._fd, size)
+        self.size = size
+        if old is not None:
+            old.close()
+        return size
+
+    def view(self, dtype, count: int, offset: int = 0) -> np.ndarray:
+        """A numpy view of ``count`` elements of ``dtype`` at byte ``offset``."""
+        return np.frombuffer(self._mm, dtype=dtype, count=count, offset=offset)
+
+    def copy_in(self, src: np.ndarray, dtype, follow: bool = False) -> int:
+        """Copy ``src`` (any shape) into the arena's data area as ``dtype``;
+        return the byte count.
+
+        With ``follow``, copy in chunks and publish the bytes written so far
+        in the header after each, so that the JVM copies chunk *k* out while
+        this copies chunk *k+1* in. The JVM then sized the arena beforehand
+        (it must not move while it is being read).
+        """
+        dtype = np.dtype(dtype)
+        flat = src.reshape(-1)
+        n = flat.size
+        nbytes = n * dtype.itemsize
+        self.ensure(HEADER + nbytes)
+        dst = self.view(dtype, n, HEADER)
+        if follow and FOLLOW_SUPPORTED:
+            progress = self.view(np.int64, 1, 0)
+            self._copy_followed(dst, flat, progress, dtype.itemsize)
+            del progress
+        else:
+            self._copy(dst, flat, nbytes)
+        del dst
+        return nbytes
+
+    def _copy_followed(self, dst: np.ndarray, src: np.ndarray, progress: np.ndarray,
+                       itemsize: int) -> None:
+        """Copy in chunks, on the pool's threads, publishing after each chunk
+        the bytes of the longest completed prefix."""
+        n = src.size
+        step = max(1, FOLLOW_CHUNK // itemsize)
+        bounds = [(i, min(n, i + step)) for i in range(0, n, step)]
+        if not bounds:
+            progress[0] = 0
+            return
+        done = [False] * len(bounds)
+        lock = threading.Lock()
+        prefix = [0]
+
+        def work(first: int, stride: int) -> None:
+            for k in range(first, len(bounds), stride):
+                i, j = bounds[k]
+                np.copyto(dst[i:j], src[i:j], casting="unsafe")
+                with lock:
+                    done[k] = True
+                    p = prefix[0]
+                    while p < len(done) and done[p]:
+                        p += 1
+                    if p != prefix[0]:
+                        prefix[0] = p
+                        progress[0] = bounds[p - 1][1] * itemsize
+
+        pool = self._threads()
+        parts = min(pool._max_workers, len(bounds))
+        futures = [pool.submit(work, t, parts) for t in range(1, parts)]
+        work(0, parts)
+        for f in futures:
+            f.result()
+
+    def _threads(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            n = int(os.environ.get("MXKV_ARENA_THREADS") or min(4, os.cpu_count() or 1))
+            self._pool = ThreadPoolExecutor(max(1, n), thread_name_prefix="mxkv-arena")
+        return self._pool
+
+    def view_in(self, dtype, shape) -> np.ndarray:
+        """A view (no copy) of data the JVM wrote into the data area."""
+        dtype = np.dtype(dtype)
+        n = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+        return self.view(dtype, n, HEADER).reshape(shape)
+
+    def copy_out(self, dtype, shape) -> np.ndarray:
+        """A new array of ``shape`` copied from the arena's data area."""
+        dtype = np.dtype(dtype)
+        n = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+        out = np.empty(n, dtype=dtype)
+        src = self.view(dtype, n, HEADER)
+        self._copy(out, src, n * dtype.itemsize)
+        del src
+        return out.reshape(shape)
+
+    def _copy(self, dst: np.ndarray, src: np.ndarray, nbytes: int) -> None:
+        if nbytes < PARALLEL_BYTES:
+            np.copyto(dst, src, casting="unsafe")
+            return
+        pool = self._threads()
+        parts = pool._max_workers
+        n = dst.size
+        step = (n + parts - 1) // parts
+        futures = [pool.submit(np.copyto, dst[i:i + step], src[i:i + step], casting="unsafe")
+                   for i in range(step, n, step)]
+        np.copyto(dst[:step], src[:step], casting="unsafe")
+        for f in futures:
+            f.result()
+
+    def close(self) -> None:
+        """Unmap and remove the file."""
+        if self._mm is not None:
+            try:
+                self._mm.close()
+            except BufferError:
+                pass
+            self._mm = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None

@@ -1,0 +1,202 @@
+"""The Engine facade: what the JVM calls, translated into mxkv calls.
+
+This file holds the dispatch, the handle table and errors; the operations
+are in ndarray_ops.py and kvstore_ops.py, registered by name in registry.py.
+
+The JVM sees one method, ``call(op, args)``: ``op`` names an operation and
+``args`` is a compact JSON value. The facade keeps a handle table (integer
+ids to the NDArray and KVStore objects the JVM refers to), looks the handles
+up, calls the engine exactly as a Python user of MXNet 1.9 would, and
+answers ``"o"`` (done), ``"o" + JSON`` (a value) or ``"e" + JSON`` (an error
+map with ``type``, ``message``, ``python_class`` and ``traceback``).
+
+An array is described to the JVM by its *meta*: ``[id, shape, dtype,
+device_type, device_id, stype]``; the JVM caches it, so asking an array's
+shape costs no round trip.
+
+Example (in Python, what the JVM does over Py4J)::
+
+    f = EngineFacade()
+    kv = f.call("kv.create", '["local"]')        # 'o[1,"local"]'
+    a = f.call("nd.create", '["ones",[2,3],"cpu",0,"float32",null]')
+"""
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+import os
+import sys
+import threading
+import traceback
+from typing import Any, Dict
+
+import numpy as np
+
+from .arena import FOLLOW_SUPPORTED, HEADER, Arena
+from .kvstore_ops import KVStoreOps
+from .ndarray_ops import NDArrayOps
+from .registry import OPS, op
+from .registry import dumps as _dumps
+
+__all__ = ["EngineFacade", "OPS"]
+
+_KEBAB = {"MXNetError": "mxnet-error"}
+
+
+def _kebab(name: str) -> str:
+    if name in _KEBAB:
+        return _KEBAB[name]
+    out = []
+    for i, c in enumerate(name):
+        if c.isupper() and i > 0 and (not name[i - 1].isupper()
+                                      or (i + 1 < len(name) and name[i + 1].islower())):
+            out.append("-")
+        out.append(c.lower())
+    return "".join(out)
+
+
+class EngineFacade(NDArrayOps, KVStoreOps):
+    """Implements ``org.apache.clojure_mxnet.bridge.Engine`` in Python.
+
+    Parameters
+    ----------
+    backend : str, optional
+        The module providing MXNet's Python API (default ``mxkv``, or the
+        ``MXKV_BRIDGE_BACKEND`` environment variable; ``mxnet`` works too).
+    arena : Arena, optional
+        The shared-memory arena; one is created when omitted.
+    """
+
+    class Java:
+        implements = ["org.apache.clojure_mxnet.bridge.Engine"]
+
+    def __init__(self, backend: str | None = None, arena: Arena | None = None) -> None:
+        self.backend = backend or os.environ.get("MXKV_BRIDGE_BACKEND", "mxkv")
+        self.mx = importlib.import_module(self.backend)
+        self.arena = arena if arena is not None else Arena()
+        self._objects: Dict[int, Any] = {}
+        self._ids = itertools.count(1)
+        self._lock = threading.RLock()
+        self.calls = 0
+
+    # ------------------------------------------------------------ Engine
+    def call(self, name: str, args: str) -> str:
+        try:
+            fn = OPS.get(name)
+            if fn is None:
+                raise ValueError(f"unknown engine operation {name!r}")
+            a = json.loads(args) if args else []
+            with self._lock:
+                self.calls += 1
+                result = fn(self, *a) if isinstance(a, list) else fn(self, a)
+            return "o" if result is None else "o" + _dumps(result)
+        except BaseException as exc:  # everything reaches the JVM as data
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            return "e" + _dumps(self.error(exc))
+
+    def info(self) -> str:
+        return _dumps({
+            "pid": os.getpid(),
+            "backend": self.backend,
+            "version": getattr(self.mx, "__version__", "?"),
+            "python": sys.version.split()[0],
+            "numpy": np.__version__,
+            "arena": self.arena.path,
+            "arena_size": self.arena.size,
+            "arena_header": HEADER,
+            "follow": FOLLOW_SUPPORTED,
+        })
+
+    @staticmethod
+    def error(exc: BaseException) -> dict:
+        cls = type(exc)
+        return {
+            "type": _kebab(cls.__name__),
+            "message": str(exc) if str(exc) else cls.__name__,
+            "python_class": f"{cls.__module__}.{cls.__qualname__}",
+            "traceback": "".join(traceback.format_exception(cls, exc, exc.__traceback__)),
+        }
+
+    # ------------------------------------------------------------ handles
+    def put(self, obj: Any) -> int:
+        h = next(self._ids)
+        self._objects[h] = obj
+        return h
+
+    def get(self, h: int) -> Any:
+        try:
+            return self._objects[h]
+        except KeyError:
+            raise ValueError(f"unknown handle {h}: the object was disposed or belongs to "
+                             "another engine") from None
+
+    def nd(self, h: int):
+        obj = self.get(h)
+        if not hasattr(obj, "shape") or not hasattr(obj, "context"):
+            raise TypeError(f"handle {h} is a {type(obj).__name__}, not an NDArray")
+        return obj
+
+    def kv(self, h: int):
+        obj = self.get(h)
+        if not hasattr(obj, "push"):
+            raise TypeError(f"handle {h} is a {type(obj).__name__}, not a KVStore")
+        return obj
+
+    def ctx(self, device_type: str, device_id: int):
+        return self.mx.Context(device_type, int(device_id))
+
+    def meta(self, arr, h: int | None = None) -> list:
+        if h is None:
+            h = self.put(arr)
+        ctx = arr.context
+        return [h, list(arr.shape), np.dtype(arr.dtype).name, ctx.device_type, ctx.device_id,
+                getattr(arr, "stype", "default")]
+
+    @staticmethod
+    def host(arr) -> np.ndarray:
+        """The array's contents as numpy: the wrapped buffer itself for CPU
+        arrays (no copy), a host copy otherwise."""
+        a = getattr(arr, "_array", None)
+        if isinstance(a, np.ndarray):
+            return a
+        if getattr(arr, "stype", "default") != "default":
+            arr = arr.tostype("default")
+        return arr.asnumpy()
+
+    # ------------------------------------------------------------ misc ops
+    @op("noop")
+    def _noop(self, *args):
+        return None
+
+    @op("stats")
+    def _stats(self):
+        kinds: Dict[str, int] = {}
+        for o in self._objects.values():
+            k = type(o).__name__
+            kinds[k] = kinds.get(k, 0) + 1
+        return {"handles": len(self._objects), "by_type": kinds, "calls": self.calls,
+                "arena_size": self.arena.size}
+
+    @op("release")
+    def _release(self, *ids):
+        if len(ids) == 1 and isinstance(ids[0], list):
+            ids = ids[0]
+        for h in ids:
+            self._objects.pop(h, None)
+        return None
+
+    @op("arena")
+    def _arena(self, min_bytes=0):
+        return [self.arena.path, self.arena.ensure(int(min_bytes))]
+
+    @op("context.num_gpus")
+    def _num_gpus(self):
+        return int(self.mx.context.num_gpus())
+
+    # ------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        with self._lock:
+            self._objects.clear()
+            self.arena.close()

@@ -1,0 +1,160 @@
+"""NDArray operations of the Engine facade: create, arithmetic, views,
+conversions, files, and the two data-plane operations (``nd.read`` copies
+into the arena, ``nd.from_arena`` copies out of it)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .arena import HEADER
+from .registry import op
+
+__all__ = ["NDArrayOps"]
+
+
+class NDArrayOps:
+    """Mixin of EngineFacade: needs ``mx``, ``arena``, ``nd``, ``ctx``, ``meta``, ``host``."""
+
+    @op("nd.create")
+    def _nd_create(self, kind, shape, dev_type, dev_id, dtype, value=None):
+        nd = self.mx.nd
+        ctx = self.ctx(dev_type, dev_id)
+        shape = tuple(shape)
+        if kind == "zeros":
+            arr = nd.zeros(shape, ctx=ctx, dtype=dtype)
+        elif kind == "ones":
+            arr = nd.ones(shape, ctx=ctx, dtype=dtype)
+        elif kind == "empty":
+            arr = nd.empty(shape, ctx=ctx, dtype=dtype)
+        elif kind == "full":
+            arr = nd.full(shape, value, ctx=ctx, dtype=dtype)
+        else:
+            raise ValueError(f"unknown array kind {kind!r}")
+        return self.meta(arr)
+
+    @op("nd.arange")
+    def _nd_arange(self, start, stop, step, repeat, dev_type, dev_id, dtype):
+        arr = self.mx.nd.arange(start, stop, step=step, repeat=int(repeat),
+                                ctx=self.ctx(dev_type, dev_id), dtype=dtype)
+        return self.meta(arr)
+
+    @op("nd.from_arena")
+    def _nd_from_arena(self, src_dtype, shape, dev_type, dev_id, dtype):
+        """A new array from data the JVM wrote into the arena's data area."""
+        view = self.arena.view_in(src_dtype, tuple(shape))
+        try:
+            arr = self.mx.nd.array(view, ctx=self.ctx(dev_type, dev_id), dtype=dtype)
+            own = getattr(arr, "_array", None)
+            if isinstance(own, np.ndarray) and np.shares_memory(own, view):
+                arr = self.mx.nd.array(view.copy(), ctx=self.ctx(dev_type, dev_id), dtype=dtype)
+        finally:
+            del view
+        return self.meta(arr)
+
+    @op("nd.read")
+    def _nd_read(self, h, dtype, start=0, count=None, follow=False):
+        """Copy elements [start, start+count) of array ``h`` into the arena's
+        data area as ``dtype`` ("raw" keeps the array's own); return
+        [offset, nbytes, path, size]. With ``follow`` the copy publishes its
+        progress so the JVM can copy out concurrently."""
+        src = self.host(self.nd(h)).reshape(-1)
+        if count is None:
+            count = src.size - start
+        part = src[start:start + count]
+        target = src.dtype if dtype == "raw" else dtype
+        nbytes = self.arena.copy_in(part, target, follow=bool(follow))
+        return [HEADER, nbytes, self.arena.path, self.arena.size]
+
+    _BINOPS = {
+        "+": lambda a, b: a + b, "-": lambda a, b: a - b,
+        "*": lambda a, b: a * b, "/": lambda a, b: a / b,
+    }
+
+    @op("nd.binop")
+    def _nd_binop(self, name, h, other, other_is_handle):
+        a = self.nd(h)
+        b = self.nd(other) if other_is_handle else other
+        if name.endswith("="):
+            base = name[:-1]
+            if base == "+":
+                a += b
+            elif base == "-":
+                a -= b
+            elif base == "*":
+                a *= b
+            elif base == "/":
+                a /= b
+            else:
+                raise ValueError(f"unknown operator {name!r}")
+            return None
+        fn = self._BINOPS.get(name)
+        if fn is None:
+            raise ValueError(f"unknown operator {name!r}")
+        return self.meta(fn(a, b))
+
+    @op("nd.slice")
+    def _nd_slice(self, h, start, stop):
+        a = self.nd(h)
+        if not 0 <= start < stop <= a.shape[0]:
+            raise IndexError(f"slice [{start}, {stop}) is out of range for an array of "
+                             f"shape {tuple(a.shape)}")
+        return self.meta(a[start:stop])
+
+    @op("nd.reshape")
+    def _nd_reshape(self, h, shape):
+        return self.meta(self.nd(h).reshape(tuple(shape)))
+
+    @op("nd.copy")
+    def _nd_copy(self, h):
+        return self.meta(self.nd(h).copy())
+
+    @op("nd.copyto")
+    def _nd_copyto(self, h, dst):
+        self.nd(h).copyto(self.nd(dst))
+        return None
+
+    @op("nd.as_in_context")
+    def _nd_as_in_context(self, h, dev_type, dev_id):
+        a = self.nd(h)
+        out = a.as_in_context(self.ctx(dev_type, dev_id))
+        if out is a:
+            return [h] + self.meta(a, h)[1:]
+        return self.meta(out)
+
+    @op("nd.astype")
+    def _nd_astype(self, h, dtype):
+        return self.meta(self.nd(h).astype(dtype))
+
+    @op("nd.tostype")
+    def _nd_tostype(self, h, stype):
+        return self.meta(self.nd(h).tostype(stype))
+
+    @op("nd.concat")
+    def _nd_concat(self, hs, axis):
+        arrays = [self.nd(h) for h in hs]
+        concat = getattr(self.mx.nd, "concat", None)
+        if concat is not None:
+            return self.meta(concat(*arrays, dim=int(axis)))
+        host = np.concatenate([self.host(a) for a in arrays], axis=int(axis))
+        return self.meta(self.mx.nd.array(host, ctx=arrays[0].context, dtype=host.dtype))
+
+    @op("nd.equal")
+    def _nd_equal(self, h1, h2):
+        a, b = self.nd(h1), self.nd(h2)
+        if tuple(a.shape) != tuple(b.shape) or np.dtype(a.dtype) != np.dtype(b.dtype):
+            return False
+        return bool(np.array_equal(self.host(a), self.host(b)))
+
+    @op("nd.save")
+    def _nd_save(self, fname, names, hs):
+        arrays = [self.nd(h) for h in hs]
+        data = dict(zip(names, arrays)) if names is not None else arrays
+        self.mx.nd.save(fname, data)
+        return None
+
+    @op("nd.load")
+    def _nd_load(self, fname):
+        data = self.mx.nd.load(fname)
+        if isinstance(data, dict):
+            return {"names": list(data), "arrays": [self.meta(a) for a in data.values()]}
+        return {"names": None, "arrays": [self.meta(a) for a in data]}
+

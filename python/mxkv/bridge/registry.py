@@ -1,0 +1,37 @@
+"""The registry of engine operations: ``@op("kv.push")`` names a method."""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Dict, List
+
+__all__ = ["OPS", "op", "dumps", "group"]
+
+#: op name -> method of EngineFacade (or of one of its mixins)
+OPS: Dict[str, Callable] = {}
+
+
+def op(name: str):
+    """Register the decorated method as engine operation ``name``."""
+    def register(fn):
+        OPS[name] = fn
+        return fn
+    return register
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def group(keys: List[Any], vals: List[Any]):
+    """Turn parallel lists (a key repeated once per device) into MXNet's
+    grouped form: unique keys in first-seen order, each with one value or a
+    list of values."""
+    if len(keys) != len(vals):
+        raise ValueError(f"{len(keys)} keys but {len(vals)} values: give one key per value, "
+                         "or a single key for all of them")
+    if len(set(keys)) == len(keys):
+        return list(keys), list(vals)
+    groups: Dict[Any, list] = {}
+    for k, v in zip(keys, vals):
+        groups.setdefault(k, []).append(v)
+    return list(groups), [vs if len(vs) > 1 else vs[0] for vs in groups.values()]

@@ -1,0 +1,123 @@
+"""The Py4J handshake with a real JVM: the JVM starts the gateway and spawns
+the engine, the engine registers, and the engine dies with the JVM.
+
+Skipped where no JVM, javac or Clojure jar is installed (``make clojure``
+sets them up)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mxkv import cli
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("java") and shutil.which("javac")), reason="no JDK installed")
+
+
+def _clojure_available() -> bool:
+    try:
+        cli.clojure_jars()
+        cli.py4j_jar()
+        return True
+    except SystemExit:
+        return False
+
+
+if not _clojure_available():  # pragma: no cover - depends on the machine
+    pytestmark = pytest.mark.skip(reason="no Clojure jar (apt-get install -y clojure)")
+
+HOLD = """
+(require '[org.apache.clojure-mxnet.bridge :as bridge])
+(let [c (bridge/connection)]
+  (println (bridge/->json (assoc (bridge/info c) :ok (nil? (bridge/call c "noop")))))
+  (flush)
+  (Thread/sleep 120000))
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead too
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def jvm():
+    """A JVM holding an engine; yields (jvm process, engine info)."""
+    env = {**os.environ, "MXKV_PYTHON": sys.executable}
+    p = subprocess.Popen(cli.java_command(["-e", HOLD]), stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("{"), f"JVM printed {line!r}"
+        yield p, json.loads(line)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+
+
+def _wait(pred, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+def test_engine_registers_and_answers(jvm):
+    _, info = jvm
+    assert info["ok"] is True
+    assert _alive(info["pid"])
+    assert os.path.exists(info["arena"])
+
+
+def test_engine_exits_and_cleans_up_when_the_jvm_is_killed(jvm):
+    p, info = jvm
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert _wait(lambda: not _alive(info["pid"])), "engine outlived its JVM"
+    assert _wait(lambda: not os.path.exists(info["arena"])), "engine left its arena behind"
+
+
+def test_secret_travels_in_the_environment_not_the_command_line(jvm):
+    _, info = jvm
+    with open(f"/proc/{info['pid']}/cmdline", "rb") as f:
+        argv = f.read().split(b"\0")
+    assert b"mxkv.bridge" in argv
+    with open(f"/proc/{info['pid']}/environ", "rb") as f:
+        env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+    secret = env[b"MXKV_BRIDGE_SECRET"]
+    assert len(secret) >= 32  # >= 128 bits, hex
+    assert not any(secret in a for a in argv)
+
+
+def test_gateway_refuses_a_client_without_the_secret(jvm):
+    from py4j.java_gateway import GatewayParameters, JavaGateway
+    from py4j.protocol import Py4JError
+
+    _, info = jvm
+    with open(f"/proc/{info['pid']}/environ", "rb") as f:
+        env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+    port = int(env[b"MXKV_BRIDGE_PORT"])
+    intruder = JavaGateway(gateway_parameters=GatewayParameters(
+        address="127.0.0.1", port=port, auth_token="0" * 64, auto_convert=False))
+    try:
+        with pytest.raises((Py4JError, OSError)):
+            intruder.jvm.java.lang.System.getProperty("user.name")
+    finally:
+        intruder.close()
