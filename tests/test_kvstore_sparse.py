@@ -128,3 +128,14 @@ def test_sgd_lazy_update_on_a_sparse_key_touches_only_pushed_rows(kv):
     kv.pull("e", out=out)
     col = out.asnumpy()[:, 0].tolist()
     assert col == [1, 1, 0.5, 1, 1, 1]
+
+
+def test_optimizer_on_a_sparse_key_missing_rows_is_refused_before_any_update():
+    kv = mx.kv.create("local")
+    kv.init(["full", "partial"], [rsp([0, 1, 2, 3, 4, 5], 1), rsp([1], 1)])
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.5))
+    with pytest.raises(MXNetError, match="key 'partial' holds 1 of its 6 rows"):
+        kv.push(["full", "partial"], [rsp([2], 1), rsp([1], 1)])
+    out = mx.nd.zeros(SHAPE)
+    kv.pull("full", out=out)
+    assert np.all(out.asnumpy() == 1)  # the valid key was not updated either

@@ -162,6 +162,13 @@ class KVStore(KVStoreBase):
             stored = self._stored(k, op)
             for v in vals:
                 self._check_like(k, stored, v, op, "pushed")
+            if isinstance(stored, RowSparseNDArray) and self._optimizer_updater() and \
+                    stored._indices.shape[0] != stored.shape[0]:
+                raise MXNetError(
+                    f"{op}: key {key_name(k)} holds {stored._indices.shape[0]} of its "
+                    f"{stored.shape[0]} rows; the optimizers update row_sparse weights only "
+                    "when all rows are present (init it with every row)"
+                )
             if self._compression is not None and np.dtype(stored.dtype) != np.float32:
                 raise MXNetError(
                     f"{op}: key {key_name(k)} has dtype {np.dtype(stored.dtype).name}; "
@@ -344,6 +351,11 @@ class KVStore(KVStoreBase):
             raise MXNetError(f"set_optimizer: expected an mx.optimizer.Optimizer, got "
                              f"{type(optimizer).__name__}")
         self._set_updater(opt.get_updater(optimizer))
+
+    def _optimizer_updater(self) -> bool:
+        from ..optimizer import Updater
+
+        return isinstance(self._updater, Updater)
 
     def _states_updater(self, op: str):
         if self._updater is None:
