@@ -1,8 +1,14 @@
 """The bridge's Python side without a JVM: the Engine facade, the handle
-table, the shared-memory arena and stale-file cleanup."""
+table, the shared-memory arena, the region file and stale-file cleanup.
+
+Regions of the region file are allocated and freed by the JVM
+(``Regions.java``, tested in clojure/test/.../regions_test.clj); the engine
+writes where it is told, never elsewhere, and grows the file without moving
+what the JVM already mapped. That is what is tested here."""
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import subprocess
 import sys
@@ -137,8 +143,10 @@ def test_stale_arenas_of_dead_engines_are_removed(tmp_path):
     live.write_bytes(b"x")
     other = tmp_path / "unrelated-file"
     other.write_bytes(b"x")
+    stale_regions = tmp_path / f"mxkv-{dead.stdout.strip()}-regions"
+    stale_regions.write_bytes(b"x")
     removed = remove_stale(str(tmp_path))
-    assert removed == [str(stale)]
+    assert sorted(removed) == sorted([str(stale), str(stale_regions)])
     assert live.exists() and other.exists()
 
 
@@ -160,3 +168,99 @@ def test_optimizer_and_scheduler_are_built_in_the_engine(facade):
     out = create(facade, "zeros")[0]
     ok(facade.call("kv.pull", json.dumps([kv, [0], [out], 0])))
     assert np.allclose(read(facade, out), 0.5)
+
+
+# ---------------------------------------------------------------- the region file
+
+PAGE = 4096
+
+
+def read_region(f, h, offset, reserve=0):
+    nbytes, path, size = ok(f.call("nd.read_region", json.dumps([h, offset, reserve])))
+    assert path == f.regions.path and size >= offset + nbytes
+    return nbytes
+
+
+def arange(f, n, dtype="float32"):
+    return ok(f.call("nd.arange", json.dumps([0, n, 1, 1, "cpu", 0, dtype])))[0]
+
+
+def jvm_map(path):
+    """A mapping of the file as it is now, as the JVM's FileChannel.map makes it."""
+    with open(path, "rb") as fh:
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def test_read_region_writes_its_region_and_nothing_else(facade):
+    n = 3 * 1024  # 12 KiB: three pages
+    a, b = arange(facade, n), create(facade, "full", (n,), value=-2)[0]
+    facade.regions.ensure(8 * PAGE)
+    facade.regions.view(np.uint8, 8 * PAGE, 0)[:] = 0xAB
+    assert read_region(facade, a, PAGE) == 4 * n
+    assert read_region(facade, b, 4 * PAGE) == 4 * n
+    raw = facade.regions.view(np.uint8, 8 * PAGE, 0)
+    assert (raw[:PAGE] == 0xAB).all() and (raw[7 * PAGE:] == 0xAB).all()
+    assert facade.regions.view(np.float32, n, PAGE).tolist() == list(range(n))
+    assert (facade.regions.view(np.float32, n, 4 * PAGE) == -2).all()
+    del raw
+
+
+def test_read_region_converts_to_float32(facade):
+    h = arange(facade, 10, "int32")
+    assert read_region(facade, h, 0) == 40
+    assert facade.regions.view(np.float32, 10, 0).tolist() == [float(i) for i in range(10)]
+    h = create(facade, "full", (2, 3), dtype="float64", value=1.5)[0]
+    assert read_region(facade, h, PAGE) == 24
+    assert facade.regions.view(np.float32, 6, PAGE).tolist() == [1.5] * 6
+
+
+def test_the_region_file_is_reserved_sparse(facade):
+    h = arange(facade, 1024)
+    read_region(facade, h, 0, reserve=1 << 30)
+    assert facade.regions.size >= 1 << 30
+    assert os.path.getsize(facade.regions.path) == facade.regions.size
+    # only the pages written use memory
+    assert facade.regions.resident() < 16 << 20
+    stats = ok(facade.call("stats", "[]"))
+    assert stats["regions_size"] == facade.regions.size
+    assert stats["regions_resident"] == facade.regions.resident()
+
+
+def test_growing_the_region_file_keeps_mapped_regions_valid(facade):
+    n = 64 * 1024
+    a = arange(facade, n)
+    read_region(facade, a, 0)
+    before = jvm_map(facade.regions.path)  # the JVM's mapping of the small file
+    size0 = facade.regions.size
+    b = create(facade, "full", (n,), value=9)[0]
+    far = 4 * size0  # past the end: the engine grows the file
+    read_region(facade, b, far)
+    assert facade.regions.size > far >= size0
+    try:
+        assert np.frombuffer(before, np.float32, n, 0).tolist() == list(range(n)), \
+            "a region mapped before the growth reads the same"
+        after = jvm_map(facade.regions.path)
+        try:
+            assert np.frombuffer(after, np.float32, n, 0).tolist() == list(range(n))
+            assert (np.frombuffer(after, np.float32, n, far) == 9).all()
+        finally:
+            after.close()
+    finally:
+        before.close()
+
+
+def test_read_region_refuses_bad_offsets(facade):
+    h = arange(facade, 4)
+    assert err(facade.call("nd.read_region", json.dumps([h, -PAGE])))["type"] == "value-error"
+    assert err(facade.call("nd.read_region", json.dumps([h, 2])))["type"] == "value-error"
+    assert "unknown handle" in err(facade.call("nd.read_region", json.dumps([12345, 0])))["message"]
+
+
+def test_info_names_the_region_file_and_close_removes_it(tmp_path):
+    f = EngineFacade(arena=Arena(str(tmp_path)))
+    info = json.loads(f.info())
+    assert info["regions"] == f.regions.path == str(tmp_path / f"mxkv-{os.getpid()}-regions")
+    assert os.path.exists(info["regions"])
+    assert info["shm_bytes"] > 0
+    f.close()
+    assert not os.path.exists(info["regions"]) and not os.path.exists(info["arena"])

@@ -92,6 +92,7 @@ def test_engine_exits_and_cleans_up_when_the_jvm_is_killed(jvm):
     p.wait()
     assert _wait(lambda: not _alive(info["pid"])), "engine outlived its JVM"
     assert _wait(lambda: not os.path.exists(info["arena"])), "engine left its arena behind"
+    assert _wait(lambda: not os.path.exists(info["regions"])), "engine left its region file behind"
 
 
 def test_secret_travels_in_the_environment_not_the_command_line(jvm):

@@ -1,14 +1,22 @@
 """The engine's side of the shared-memory data plane.
 
-One file per engine in ``/dev/shm`` (``MXKV_SHM_DIR`` overrides), named
-``mxkv-<pid>-arena``, mapped here with :mod:`mmap` and on the JVM with
-``FileChannel.map``. It only grows, so a mapping the JVM already holds stays
-valid; the JVM remaps when a result reports a larger size.
+Two files per engine in ``/dev/shm`` (``MXKV_SHM_DIR`` overrides), each
+mapped here with :mod:`mmap` and on the JVM with ``FileChannel.map``. They
+only grow, so a mapping the JVM already holds stays valid; the JVM remaps
+when a result reports a larger size.
 
-Array contents are *copied* into the arena (``->vec``) or out of it
-(``array``): nothing in the arena is shared with a live NDArray. Files of
-engines that died without cleaning up are removed by the next engine that
-starts.
+* ``mxkv-<pid>-arena``, the *scratch* arena: a header, then one transfer's
+  data at a time (``to-array``, ``array``, ``->raw``, small ``->vec``), under
+  the JVM's lock.
+* ``mxkv-<pid>-regions``, the *region* file: each large ``->vec`` result is a
+  region of it that the JVM allocated, the engine wrote once
+  (``nd.read_region``) and the JVM's vector then owns until it is garbage
+  collected. The JVM allocates and frees regions itself; the engine only
+  writes where it is told and grows the file when told to write past its end.
+
+Array contents are *copied* into these files or out of them: nothing in them
+is shared with a live NDArray. Files of engines that died without cleaning up
+are removed by the next engine that starts.
 """
 from __future__ import annotations
 
@@ -25,7 +33,7 @@ import numpy as np
 
 __all__ = ["Arena", "shm_dir", "remove_stale", "PARALLEL_BYTES", "HEADER", "FOLLOW_SUPPORTED"]
 
-_NAME = re.compile(r"^mxkv-(\d+)-arena$")
+_NAME = re.compile(r"^mxkv-(\d+)-(?:arena|regions)$")
 #: Copies of at least this many bytes are split across threads (numpy
 #: releases the GIL while copying; one core does not saturate memory).
 PARALLEL_BYTES = 4 << 20
@@ -82,10 +90,15 @@ def remove_stale(directory: Optional[str] = None) -> list:
 
 
 class Arena:
-    """A growable shared-memory file mapped into this process."""
+    """A growable shared-memory file mapped into this process.
 
-    def __init__(self, directory: Optional[str] = None, size: int = _MIN_SIZE) -> None:
-        self.path = os.path.join(directory or shm_dir(), f"mxkv-{os.getpid()}-arena")
+    ``name`` is the file's kind: ``arena`` (the scratch arena) or ``regions``
+    (the file holding the JVM's region-backed vectors).
+    """
+
+    def __init__(self, directory: Optional[str] = None, size: int = _MIN_SIZE,
+                 name: str = "arena") -> None:
+        self.path = os.path.join(directory or shm_dir(), f"mxkv-{os.getpid()}-{name}")
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         self.size = 0
         self._mm: Optional[mmap.mmap] = None
@@ -104,16 +117,32 @@ class Arena:
         self._mm = mmap.mmap(self._fd, size)
         self.size = size
         if old is not None:
-            old.close()
+            try:
+                old.close()
+            except BufferError:  # a view is still alive; the mapping goes with it
+                pass
         return size
+
+    def resident(self) -> int:
+        """Bytes of memory the file uses (it may be sparse)."""
+        return os.fstat(self._fd).st_blocks * 512
+
+    def fs_bytes(self) -> int:
+        """The size of the file system holding the file (0 when unknown)."""
+        try:
+            st = os.fstatvfs(self._fd)
+        except OSError:
+            return 0
+        return st.f_blocks * st.f_frsize
 
     def view(self, dtype, count: int, offset: int = 0) -> np.ndarray:
         """A numpy view of ``count`` elements of ``dtype`` at byte ``offset``."""
         return np.frombuffer(self._mm, dtype=dtype, count=count, offset=offset)
 
-    def copy_in(self, src: np.ndarray, dtype, follow: bool = False) -> int:
-        """Copy ``src`` (any shape) into the arena's data area as ``dtype``;
-        return the byte count.
+    def copy_in(self, src: np.ndarray, dtype, follow: bool = False, offset: int = HEADER) -> int:
+        """Copy ``src`` (any shape) into the file at byte ``offset`` (default:
+        the scratch arena's data area) as ``dtype``, growing the file when it
+        ends before the copy does; return the byte count.
 
         With ``follow``, copy in chunks and publish the bytes written so far
         in the header after each, so that the JVM copies chunk *k* out while
@@ -121,11 +150,14 @@ class Arena:
         (it must not move while it is being read).
         """
         dtype = np.dtype(dtype)
+        offset = int(offset)
+        if offset < 0 or offset % dtype.itemsize:
+            raise ValueError(f"cannot write {dtype.name} at byte offset {offset}")
         flat = src.reshape(-1)
         n = flat.size
         nbytes = n * dtype.itemsize
-        self.ensure(HEADER + nbytes)
-        dst = self.view(dtype, n, HEADER)
+        self.ensure(offset + nbytes)
+        dst = self.view(dtype, n, offset)
         if follow and FOLLOW_SUPPORTED:
             progress = self.view(np.int64, 1, 0)
             self._copy_followed(dst, flat, progress, dtype.itemsize)

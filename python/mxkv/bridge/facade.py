@@ -65,7 +65,8 @@ class EngineFacade(NDArrayOps, KVStoreOps):
         The module providing MXNet's Python API (default ``mxkv``, or the
         ``MXKV_BRIDGE_BACKEND`` environment variable; ``mxnet`` works too).
     arena : Arena, optional
-        The shared-memory arena; one is created when omitted.
+        The shared-memory scratch arena; one is created when omitted. The
+        region file (``regions``) is created next to it.
     """
 
     class Java:
@@ -75,6 +76,7 @@ class EngineFacade(NDArrayOps, KVStoreOps):
         self.backend = backend or os.environ.get("MXKV_BRIDGE_BACKEND", "mxkv")
         self.mx = importlib.import_module(self.backend)
         self.arena = arena if arena is not None else Arena()
+        self.regions = Arena(os.path.dirname(self.arena.path), name="regions")
         self._objects: Dict[int, Any] = {}
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
@@ -106,6 +108,8 @@ class EngineFacade(NDArrayOps, KVStoreOps):
             "arena": self.arena.path,
             "arena_size": self.arena.size,
             "arena_header": HEADER,
+            "regions": self.regions.path,
+            "shm_bytes": self.regions.fs_bytes(),
             "follow": FOLLOW_SUPPORTED,
         })
 
@@ -177,7 +181,8 @@ class EngineFacade(NDArrayOps, KVStoreOps):
             k = type(o).__name__
             kinds[k] = kinds.get(k, 0) + 1
         return {"handles": len(self._objects), "by_type": kinds, "calls": self.calls,
-                "arena_size": self.arena.size}
+                "arena_size": self.arena.size, "regions_size": self.regions.size,
+                "regions_resident": self.regions.resident()}
 
     @op("release")
     def _release(self, *ids):
@@ -200,3 +205,4 @@ class EngineFacade(NDArrayOps, KVStoreOps):
         with self._lock:
             self._objects.clear()
             self.arena.close()
+            self.regions.close()

@@ -1,6 +1,7 @@
 """NDArray operations of the Engine facade: create, arithmetic, views,
-conversions, files, and the two data-plane operations (``nd.read`` copies
-into the arena, ``nd.from_arena`` copies out of it)."""
+conversions, files, and the data-plane operations (``nd.read`` copies into
+the scratch arena, ``nd.read_region`` into a region of the region file the
+JVM allocated, ``nd.from_arena`` copies out of the scratch arena)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,8 @@ __all__ = ["NDArrayOps"]
 
 
 class NDArrayOps:
-    """Mixin of EngineFacade: needs ``mx``, ``arena``, ``nd``, ``ctx``, ``meta``, ``host``."""
+    """Mixin of EngineFacade: needs ``mx``, ``arena``, ``regions``, ``nd``, ``ctx``, ``meta``,
+    ``host``."""
 
     @op("nd.create")
     def _nd_create(self, kind, shape, dev_type, dev_id, dtype, value=None):
@@ -63,6 +65,20 @@ class NDArrayOps:
         target = src.dtype if dtype == "raw" else dtype
         nbytes = self.arena.copy_in(part, target, follow=bool(follow))
         return [HEADER, nbytes, self.arena.path, self.arena.size]
+
+    @op("nd.read_region")
+    def _nd_read_region(self, h, offset, reserve=0):
+        """Copy array ``h``, as float32, into the region file at byte
+        ``offset``: a region the JVM allocated for a vector and owns until
+        that vector is garbage-collected. Nothing else in the file is
+        written. The file is first grown to ``reserve`` bytes (the JVM's
+        whole region space, so that both sides map it once; it is sparse:
+        memory is used only where regions were written) and, if the region
+        ends past that, further. Return [nbytes, path, size]."""
+        src = self.host(self.nd(h))
+        self.regions.ensure(int(reserve))
+        nbytes = self.regions.copy_in(src, np.float32, offset=int(offset))
+        return [nbytes, self.regions.path, self.regions.size]
 
     _BINOPS = {
         "+": lambda a, b: a + b, "-": lambda a, b: a - b,

@@ -10,9 +10,11 @@
 
    Control calls (`call`) send an operation name and JSON arguments and get
    JSON back: handles and keys, never array contents. Array contents cross
-   through the engine's shared-memory arena (`read-array`, `write-floats`):
-   both COPY (the engine copies into the arena, the JVM bulk-copies out, or
-   the reverse); no Clojure value shares memory with an engine array.
+   through the engine's shared memory (`read-array`, `write-floats`,
+   `read-vec`): the engine copies into it and the JVM bulk-copies out, or the
+   reverse, except that a large `read-vec` result *owns* the region of shared
+   memory the engine copied into (no JVM copy; freed when the vector is
+   garbage-collected). No Clojure value shares memory with an engine array.
 
    Errors: an engine-side exception becomes `ex-info` with the engine's
    message and `{:type <kebab-case Python class as keyword> :python-class ..
@@ -26,7 +28,7 @@
            (java.util.concurrent Callable ExecutorService Executors ThreadFactory)
            (java.net SocketTimeoutException)
            (org.apache.clojure_mxnet.bridge Arena Engine FloatVector Handles Handles$Handle Json
-                                            Py4JTransport)))
+                                            Py4JTransport Regions)))
 
 (set! *warn-on-reflection* true)
 
@@ -166,6 +168,21 @@
 
 ;;; ------------------------------------------------------------------ connections
 
+(defn- regions
+  "The allocator of region-backed vectors for an engine with `info`: a GC
+   runs before the region space grows past MXKV_REGIONS_GC_MB (default 512,
+   but at most an eighth of the shared-memory file system); it holds at most
+   MXKV_REGIONS_MAX_MB (default 2047, the limit of one mapping, but at most
+   half the file system; 0 turns region-backed vectors off)."
+  ^Regions [info]
+  (let [shm (long (or (:shm_bytes info) 0))
+        mb (fn [name ^long default ^long shm-share]
+             (let [v (System/getenv name)]
+               (if (str/blank? v)
+                 (cond-> (* default 1024 1024) (pos? shm) (min (quot shm shm-share)))
+                 (* (long (Double/parseDouble v)) 1024 1024))))]
+    (Regions. (mb "MXKV_REGIONS_GC_MB" 512 8) (mb "MXKV_REGIONS_MAX_MB" 2047 2))))
+
 (defn connect
   "A connection over `engine` (an org.apache.clojure_mxnet.bridge.Engine).
    `transport` keys: :alive? (fn [] bool), :exit-code (fn [] int|nil),
@@ -177,6 +194,7 @@
                      :map-arena (fn [path size] (.buffer arena path size))}
                     transport
                     {:engine engine :handles (Handles. engine) :arena arena :info info
+                     :regions (regions info)
                      :pid (or (:pid transport) (:pid info))})]
     ((:map-arena conn) (:arena info) (:arena_size info))
     conn))
@@ -397,3 +415,53 @@
   "A Clojure vector over `data` (float[], owned by the vector from now on)."
   [^floats data]
   (FloatVector. data))
+
+(def ^:private region-min-bytes
+  "Vectors at least this large own a region of shared memory instead of a
+   float[]."
+  (bit-shift-left 1 20))
+
+(defn- engine-done?
+  "True when the call that failed with `e` can no longer write: the engine
+   returned an error as data (the call finished), or the engine is dead."
+  [e]
+  (let [d (ex-data e)]
+    (boolean (or (:python-class d) (= :engine-dead (:type d))))))
+
+(defn read-vec
+  "The `n` elements of array `id` (converted to float32) as a FloatVector.
+   Below 1 MiB the vector owns a float[] copied out of the arena
+   (`read-floats`); from 1 MiB on it owns a region of the engine's region
+   file: the engine copies the array into a region this side allocated, and
+   the vector is a read-only view of it (no JVM copy), freed when the vector
+   is garbage-collected. When the region space is full (see `regions`) it
+   falls back to the copy."
+  [conn id n]
+  (let [n (int n)
+        nbytes (* 4 (long n))
+        ^Regions r (:regions conn)
+        off (if (and r (>= nbytes (long region-min-bytes))) (.allocate r nbytes) -1)]
+    (if (neg? off)
+      (FloatVector. ^floats (read-floats conn id n))
+      (let [done? (volatile! false)]
+        (try
+          (let [[_ path size] (try
+                                (call conn "nd.read_region" [id off (.capacity r)])
+                                (catch clojure.lang.ExceptionInfo e
+                                  (vreset! done? (engine-done? e))
+                                  (throw e)))]
+            (vreset! done? true)
+            (.vector r ^String path (long size) off n))
+          (catch Throwable e
+            ;; A region is returned only once the engine is known to be done
+            ;; with it; after a timeout it may still write there, so it stays
+            ;; allocated (leaks) rather than be handed to another vector.
+            (when @done? (.free r off nbytes))
+            (throw e)))))))
+
+(defn region-stats
+  "The region allocator's counters for `conn` (default: the default
+   connection): :live bytes, :top, :extent, :gc-at, :cap, :mapped,
+   :allocations, :reused, :frees, :collections, :free-blocks."
+  ([] (region-stats (connection)))
+  ([conn] (into {} (map (fn [[k v]] [(keyword k) v])) (.stats ^Regions (:regions conn)))))

@@ -288,10 +288,11 @@
 
 (defn ->vec
   "Converts a nd-array to a vector (one dimensional) of floats.
-   COPIES the contents; no element is boxed until read."
+   COPIES the contents (a large array's copy lives in shared memory, owned by
+   the vector); no element is boxed until read."
   [ndarray]
   (util/validate! ::ndarray ndarray "Invalid input array")
-  (bridge/float-vector (to-array ndarray)))
+  (bridge/read-vec (conn-of ndarray) (hid ndarray) (size ndarray)))
 
 (defn ->float-vec
   "The contents as a vector of floats (a copy)."

@@ -22,12 +22,13 @@ import java.util.concurrent.locks.LockSupport;
  * the engine creates and grows, mapped once here with {@link FileChannel#map}
  * and remapped only when the engine reports it grew.
  *
- * <p>Array contents cross only through the arena: the engine copies an array
- * into it and the JVM bulk-copies out of it ({@code ->vec}), or the reverse
- * ({@code array}). Both directions copy; nothing here shares memory with a
- * Clojure value. Callers hold the arena's monitor ({@code locking}) from the
- * engine call that fills it until they have copied out, so concurrent
- * transfers cannot overwrite each other.
+ * <p>This is the scratch arena: the engine copies an array into it and the
+ * JVM bulk-copies out of it ({@code to-array}, a small {@code ->vec}), or the
+ * reverse ({@code array}). Both directions copy; nothing here shares memory
+ * with a Clojure value (a large {@code ->vec} result owns a region of the
+ * engine's other file instead: see {@link Regions}). Callers hold the arena's
+ * monitor ({@code locking}) from the engine call that fills it until they
+ * have copied out, so concurrent transfers cannot overwrite each other.
  *
  * <p>Copies above {@link #PARALLEL_BYTES} are split across a few threads:
  * one core alone does not saturate memory bandwidth. A large read can also

@@ -18,7 +18,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * once whichever comes first.
  */
 public final class Handles {
-    private static final Cleaner CLEANER = Cleaner.create();
+    /** The bridge's one Cleaner thread: engine handles here, arena regions in {@link Regions}. */
+    static final Cleaner CLEANER = Cleaner.create();
 
     private final Engine engine;
     private final LinkedBlockingQueue<Long> pending = new LinkedBlockingQueue<>();
