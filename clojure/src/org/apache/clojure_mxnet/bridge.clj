@@ -244,7 +244,14 @@
         (close! c)))
   ([conn]
    (.close ^Handles (:handles conn))
-   ((:close conn))))
+   ((:close conn))
+   ;; An engine that was killed could not remove its shared memory: the
+   ;; JVM that knows the paths does it (the mappings it holds stay valid).
+   (when-not ((:alive? conn))
+     (doseq [k [:arena :regions]
+             :let [path (get (:info conn) k)]
+             :when (string? path)]
+       (.delete (java.io.File. ^String path))))))
 
 (defn restart!
   "Closes the default engine and starts a new one. Objects of the old engine
