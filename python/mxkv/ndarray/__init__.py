@@ -6,10 +6,8 @@ copied or shared.
 """
 from __future__ import annotations
 
-from . import io, ndarray, ops, sparse
-from .io import load, save
-from .ndarray import (
-    NDArray,
+from . import creation, io, ndarray, ops, sparse
+from .creation import (
     arange,
     array,
     empty,
@@ -19,6 +17,8 @@ from .ndarray import (
     zeros,
     zeros_like,
 )
+from .io import load, save
+from .ndarray import NDArray
 from .ops import (
     ElementWiseSum,
     abs,
@@ -54,6 +54,7 @@ __all__ = [
     "cast_storage",
     "clip",
     "concat",
+    "creation",
     "concatenate",
     "elemwise_add",
     "empty",

@@ -29,8 +29,8 @@ from ._util import (
     normalize_shape,
     to_device,
 )
+from .creation import zeros as _dense_zeros
 from .ndarray import NDArray, _ctx_arg, _shape_str, check_same_device_kind
-from .ndarray import zeros as _dense_zeros
 
 __all__ = [
     "RowSparseNDArray",

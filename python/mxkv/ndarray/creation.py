@@ -1,0 +1,125 @@
+"""Creating NDArrays: ``array``, ``zeros``, ``ones``, ``empty``, ``full``,
+``arange`` and the ``*_like`` helpers, with MXNet 1.9's dtype defaults."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..context import Context, xp_for
+from ._util import (
+    MXNetTypeError,
+    MXNetValueError,
+    device_scope,
+    is_host,
+    normalize_dtype,
+    normalize_shape,
+    to_device,
+)
+from .ndarray import NDArray, _ctx_arg, _scalar_for
+
+__all__ = ["arange", "array", "empty", "from_xp", "full", "ones", "ones_like", "zeros",
+           "zeros_like"]
+
+
+def from_xp(array: Any, ctx: Context) -> NDArray:
+    """Wrap a raw numpy/cupy array on ``ctx`` without copying (shares memory)."""
+    return NDArray(array, ctx)
+
+
+def array(source_array: Any, ctx: Context | None = None, dtype: Any = None) -> NDArray:
+    """A new array on ``ctx`` holding a copy of ``source_array``.
+
+    The dtype is ``dtype`` if given, else the source's for an NDArray source
+    and ``float32`` for anything else (as MXNet 1.9, even for numpy int arrays).
+
+    >>> mx.nd.array([[1, 2]])
+    <BLANKLINE>
+    [[1. 2.]]
+    <NDArray 1x2 @cpu(0)>
+    """
+    ctx = _ctx_arg(ctx)
+    if isinstance(source_array, NDArray):
+        if source_array.stype != "default":
+            source_array = source_array.tostype("default")
+        dt = normalize_dtype(dtype, default=source_array._array.dtype)
+        return NDArray(to_device(source_array._array, ctx, dt), ctx)
+    dt = normalize_dtype(dtype)
+    if not is_host(source_array) and hasattr(source_array, "device") \
+            and hasattr(source_array, "__cuda_array_interface__"):
+        return NDArray(to_device(source_array, ctx, dt), ctx)
+    try:
+        host = np.array(source_array, dtype=dt, order="C", copy=True)
+    except (TypeError, ValueError) as exc:
+        raise MXNetTypeError(f"source_array must be array like object, got "
+                             f"{type(source_array).__name__}: {exc}") from None
+    return NDArray(host if ctx.device_typeid != 2 else to_device(host, ctx), ctx)
+
+
+def _filled(shape: Any, ctx: Any, dtype: Any, fill: Any) -> NDArray:
+    shape = normalize_shape(shape)
+    ctx = _ctx_arg(ctx)
+    dt = normalize_dtype(dtype)
+    xp = xp_for(ctx)
+    with device_scope(ctx):
+        if fill is None:
+            arr = xp.empty(shape, dtype=dt)
+        elif fill == 0:
+            arr = xp.zeros(shape, dtype=dt)
+        else:
+            arr = xp.full(shape, _scalar_for(dt, fill) if dt.kind in "iu" else fill, dtype=dt)
+    return NDArray(arr, ctx)
+
+
+def zeros(shape: Any, ctx: Context | None = None, dtype: Any = None,
+          stype: str | None = None, **kwargs: Any) -> NDArray:
+    """An array of zeros; ``stype='row_sparse'`` gives an empty RowSparseNDArray."""
+    if stype not in (None, "default"):
+        from . import sparse
+        return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
+    return _filled(shape, ctx, dtype, 0)
+
+
+def ones(shape: Any, ctx: Context | None = None, dtype: Any = None, **kwargs: Any) -> NDArray:
+    """An array of ones."""
+    return _filled(shape, ctx, dtype, 1)
+
+
+def empty(shape: Any, ctx: Context | None = None, dtype: Any = None,
+          stype: str | None = None) -> NDArray:
+    """An uninitialized array (an empty RowSparseNDArray for ``stype='row_sparse'``)."""
+    if stype not in (None, "default"):
+        from . import sparse
+        return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
+    return _filled(shape, ctx, dtype, None)
+
+
+def full(shape: Any, val: Any, ctx: Context | None = None, dtype: Any = None,
+         out: NDArray | None = None) -> NDArray:
+    """An array filled with ``val`` (written into ``out`` when given)."""
+    if out is not None:
+        out[:] = val
+        return out
+    return _filled(shape, ctx, dtype, val)
+
+
+def zeros_like(data: NDArray) -> NDArray:
+    return zeros(data.shape, ctx=data.context, dtype=data.dtype, stype=data.stype)
+
+
+def ones_like(data: NDArray) -> NDArray:
+    return ones(data.shape, ctx=data.context, dtype=data.dtype)
+
+
+def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: int = 1,
+           infer_range: Any = None, ctx: Context | None = None, dtype: Any = None) -> NDArray:
+    """Evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times."""
+    ctx = _ctx_arg(ctx)
+    dt = normalize_dtype(dtype)
+    if step == 0:
+        raise MXNetValueError("arange: step must not be 0")
+    host = np.arange(start, stop, step, dtype=np.float64).astype(dt)
+    if repeat != 1:
+        host = np.repeat(host, int(repeat))
+    return NDArray(host if ctx.device_typeid != 2 else to_device(host, ctx), ctx)
+
