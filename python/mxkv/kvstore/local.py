@@ -185,12 +185,11 @@ class KVStore(KVStoreBase):
             if isinstance(stored, RowSparseNDArray):
                 self._push_row_sparse(k, stored, vals)
                 continue
-            if updater is None and len(vals) == 1 and self._compression is None:
-                va, sa = vals[0]._array if type(vals[0]) is NDArray else None, stored._array
-                if type(va) is np.ndarray and type(sa) is np.ndarray:
-                    sa[...] = va  # one host value, no updater: the sum is a copy
-                    continue
-            dense = [v.tostype("default") if isinstance(v, RowSparseNDArray) else v for v in vals]
+            dense = vals
+            if (len(vals) > 1 or type(vals[0]) is not NDArray) and \
+                    any(isinstance(v, RowSparseNDArray) for v in vals):
+                dense = [v.tostype("default") if isinstance(v, RowSparseNDArray) else v
+                         for v in vals]
             if updater is None:
                 comm.reduce(k, dense, out=stored)
             else:
@@ -242,15 +241,15 @@ class KVStore(KVStoreBase):
                 for o in outs:
                     stored.copyto(o)
                 continue
-            if len(outs) == 1 and type(outs[0]) is NDArray:
-                oa, sa = outs[0]._array, stored._array
-                if type(oa) is np.ndarray and type(sa) is np.ndarray:
-                    oa[...] = sa  # one host out: a plain copy
-                    continue
-            dense = [o for o in outs if not isinstance(o, RowSparseNDArray)]
-            self._comm.broadcast(k, stored, dense)
+            if (len(outs) == 1 and type(outs[0]) is NDArray) or \
+                    not any(isinstance(o, RowSparseNDArray) for o in outs):
+                self._comm.broadcast(k, stored, outs)
+                continue
+            # row_sparse outs are here only with ignore_sparse=False
+            self._comm.broadcast(k, stored, [o for o in outs
+                                             if not isinstance(o, RowSparseNDArray)])
             sparse_outs = [o for o in outs if isinstance(o, RowSparseNDArray)]
-            if sparse_outs:  # only with ignore_sparse=False
+            if sparse_outs:
                 as_rsp = stored.tostype("row_sparse")
                 for o in sparse_outs:
                     as_rsp.copyto(o)
