@@ -17,10 +17,14 @@ import traceback
 
 
 def main() -> int:
+    from ..base import MXNetError, env
+
     try:
-        port = int(os.environ["MXKV_BRIDGE_PORT"])
+        port = env("MXKV_BRIDGE_PORT", 0, minimum=1)
+        if not port:
+            raise KeyError("MXKV_BRIDGE_PORT")
         secret = os.environ.pop("MXKV_BRIDGE_SECRET")
-    except (KeyError, ValueError):
+    except (KeyError, MXNetError):
         print("mxkv.bridge is started by the JVM (org.apache.clojure-mxnet.bridge), which sets "
               "MXKV_BRIDGE_PORT and MXKV_BRIDGE_SECRET; use `mxkv repl` to get one.",
               file=sys.stderr)
@@ -33,7 +37,7 @@ def main() -> int:
         os.setsid()
     except OSError:
         pass
-    if not os.environ.get("MXKV_BRIDGE_DEBUG"):
+    if not env("MXKV_BRIDGE_DEBUG", False):
         logging.getLogger("py4j").setLevel(logging.CRITICAL)
 
     from py4j.java_gateway import CallbackServerParameters, GatewayParameters, JavaGateway

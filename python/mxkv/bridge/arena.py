@@ -31,6 +31,8 @@ from typing import Optional
 
 import numpy as np
 
+from ..base import env
+
 __all__ = ["Arena", "shm_dir", "remove_stale", "PARALLEL_BYTES", "HEADER", "FOLLOW_SUPPORTED"]
 
 _NAME = re.compile(r"^mxkv-(\d+)-(?:arena|regions)$")
@@ -51,7 +53,7 @@ FOLLOW_SUPPORTED = platform.machine().lower() in ("x86_64", "amd64", "i386", "i6
 
 def shm_dir() -> str:
     """Where arena files live: ``MXKV_SHM_DIR``, else ``/dev/shm``, else the temp dir."""
-    d = os.environ.get("MXKV_SHM_DIR")
+    d = env("MXKV_SHM_DIR", "")
     if d:
         return d
     if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
@@ -203,7 +205,7 @@ class Arena:
 
     def _threads(self) -> ThreadPoolExecutor:
         if self._pool is None:
-            n = int(os.environ.get("MXKV_ARENA_THREADS") or min(4, os.cpu_count() or 1))
+            n = env("MXKV_ARENA_THREADS", min(4, os.cpu_count() or 1), minimum=1)
             self._pool = ThreadPoolExecutor(max(1, n), thread_name_prefix="mxkv-arena")
         return self._pool
 

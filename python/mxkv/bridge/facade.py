@@ -33,6 +33,7 @@ from typing import Any, Dict
 
 import numpy as np
 
+from ..base import env
 from .arena import FOLLOW_SUPPORTED, HEADER, Arena
 from .kvstore_ops import KVStoreOps
 from .ndarray_ops import NDArrayOps
@@ -73,7 +74,7 @@ class EngineFacade(NDArrayOps, KVStoreOps):
         implements = ["org.apache.clojure_mxnet.bridge.Engine"]
 
     def __init__(self, backend: str | None = None, arena: Arena | None = None) -> None:
-        self.backend = backend or os.environ.get("MXKV_BRIDGE_BACKEND", "mxkv")
+        self.backend = backend or env("MXKV_BRIDGE_BACKEND", "mxkv")
         self.mx = importlib.import_module(self.backend)
         self.arena = arena if arena is not None else Arena()
         self.regions = Arena(os.path.dirname(self.arena.path), name="regions")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, MXNetIndexError, MXNetTypeError, MXNetValueError  # noqa: F401
 from ..context import Context, cpu, cupy_or_none, gpu, xp_for
 
 # The dtypes MXNet 1.9's NDArray supports (bfloat16 aside).
@@ -18,18 +18,6 @@ SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (
     np.float32, np.float64, np.float16, np.uint8, np.int8, np.int32, np.int64, np.bool_))
 _SUPPORTED_SET = frozenset(SUPPORTED_DTYPES)
 DEFAULT_DTYPE = np.dtype(np.float32)
-
-
-class MXNetValueError(MXNetError, ValueError):
-    """An MXNetError where MXNet itself raises ValueError."""
-
-
-class MXNetTypeError(MXNetError, TypeError):
-    """An MXNetError where MXNet itself raises TypeError."""
-
-
-class MXNetIndexError(MXNetError, IndexError):
-    """An MXNetError where MXNet itself raises IndexError."""
 
 
 def normalize_dtype(dtype: Any, default: np.dtype | None = DEFAULT_DTYPE) -> np.dtype:

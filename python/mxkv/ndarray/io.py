@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, MXNetIOError
 from ..context import Context, cpu
 from ._util import MXNetTypeError, is_host, to_device
 from .ndarray import NDArray
@@ -50,10 +50,6 @@ _STYPES = {"default": 0, "row_sparse": 1}
 _MX_LIST_MAGIC = 0x112
 _MX_V2_MAGIC = 0xF993FAC9
 _MX_V3_MAGIC = 0xF993FACA
-
-
-class MXNetIOError(MXNetError, OSError):
-    """An MXNetError for a file that cannot be read or written."""
 
 
 def _host_le(arr: Any) -> np.ndarray:

@@ -15,20 +15,12 @@ from typing import Any, ClassVar, Union
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, UnknownOptimizerError
 from ._arrays import copy_as, dense_view, is_row_sparse, new_like
 
 __all__ = ["Optimizer", "create", "register"]
 
 Index = Union[int, str]
-
-
-class _UnknownOptimizer(MXNetError, ValueError):
-    """No optimizer is registered under the name asked for.
-
-    Both an ``MXNetError`` (mxkv's convention) and a ``ValueError`` (what
-    MXNet 1.9 raises), so code written for either catches it.
-    """
 
 
 class Optimizer:
@@ -154,7 +146,7 @@ class Optimizer:
         klass = Optimizer.opt_registry.get(str(name).lower())
         if klass is None:
             known = ", ".join(sorted(Optimizer.opt_registry))
-            raise _UnknownOptimizer(f"Cannot find optimizer {name}; known optimizers: {known}")
+            raise UnknownOptimizerError(f"Cannot find optimizer {name}; known optimizers: {known}")
         return klass(**kwargs)
 
     # ------------------------------------------------------------ learning rate

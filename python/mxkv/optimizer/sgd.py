@@ -1,12 +1,12 @@
 """SGD with momentum and weight decay (MXNet's ``sgd_update`` and ``sgd_mom_update``)."""
 from __future__ import annotations
 
-import os
 import warnings
 from typing import Any
 
 import numpy as np
 
+from ..base import env
 from ._arrays import (
     clip_inplace,
     copy_as,
@@ -115,7 +115,7 @@ class SGD(Optimizer):
         super().__init__(**kwargs)
         self.momentum = momentum
         self.lazy_update = lazy_update
-        self.aggregate_num = int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", "4"))
+        self.aggregate_num = env("MXNET_OPTIMIZER_AGGREGATION_SIZE", 4, minimum=1)
 
     def create_state_multi_precision(self, index, weight):
         return momentum_first_mp_state(self, index, weight)

@@ -16,7 +16,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from ...base import env_int
+from ...base import env
 
 __all__ = ["Reducer"]
 
@@ -35,8 +35,8 @@ class Reducer:
     """
 
     def __init__(self) -> None:
-        self.bigarray_bound = env_int("MXNET_KVSTORE_BIGARRAY_BOUND", 1000 * 1000)
-        nthreads = env_int("MXNET_KVSTORE_REDUCTION_NTHREADS", 4)
+        self.bigarray_bound = env("MXNET_KVSTORE_BIGARRAY_BOUND", 1000 * 1000, minimum=1)
+        nthreads = env("MXNET_KVSTORE_REDUCTION_NTHREADS", 4, minimum=1)
         self.nthreads = max(1, min(nthreads, os.cpu_count() or 1))
         self.chunk_bytes = _CHUNK_BYTES
         self._pool: Optional[ThreadPoolExecutor] = None
