@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MXNetError, MXNetIOError
+from ..base import MXNetIOError
 from ..context import Context, cpu
 from ._util import MXNetTypeError, is_host, to_device
 from .ndarray import NDArray

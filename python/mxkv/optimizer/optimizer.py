@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Union
 
 import numpy as np
 
-from ..base import MXNetError, UnknownOptimizerError
+from ..base import UnknownOptimizerError
 from ._arrays import copy_as, dense_view, is_row_sparse, new_like
 
 __all__ = ["Optimizer", "create", "register"]
