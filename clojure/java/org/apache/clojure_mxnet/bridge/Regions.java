@@ -203,15 +203,18 @@ public final class Regions {
      * Runs a GC and waits (releasing this monitor, so that the Cleaner can
      * free) until the Cleaner has run what it found: a sentinel registered
      * before the GC has been cleaned and frees stopped arriving, or a block
-     * of {@code len} bytes is free. Bounded by 50 ms after the GC returned
-     * (System.gc may be disabled).
+     * of {@code len} bytes is free. The sentinel is waited for up to
+     * {@link #SENTINEL_MS} (a loaded machine runs the Cleaner late; deciding
+     * too early would grow the space for regions that are about to be
+     * freed), or 50 ms where explicit GCs are disabled and it never comes.
      */
     private void collect(long len) {
         collections++;
         CountDownLatch sentinel = new CountDownLatch(1);
         Handles.CLEANER.register(new Object(), sentinel::countDown);
         System.gc();
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50);
+        long deadline = System.nanoTime()
+                + TimeUnit.MILLISECONDS.toNanos(EXPLICIT_GC ? SENTINEL_MS : 50);
         long quietNs = TimeUnit.MILLISECONDS.toNanos(2);
         long seen = frees;
         long quietUntil = Long.MAX_VALUE;
@@ -231,6 +234,13 @@ public final class Regions {
             Thread.currentThread().interrupt();
         }
     }
+
+    /** The longest wait for the Cleaner after a GC, in milliseconds. */
+    static final long SENTINEL_MS = 2000;
+
+    /** Whether System.gc() runs a collection (not -XX:+DisableExplicitGC). */
+    static final boolean EXPLICIT_GC = java.lang.management.ManagementFactory.getRuntimeMXBean()
+            .getInputArguments().stream().noneMatch(a -> a.equals("-XX:+DisableExplicitGC"));
 
     private boolean fits(long len) {
         if (top + len <= Math.min(cap, Math.max(extent, gcAt))) {
