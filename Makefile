@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-python test-clojure tutorial clojure golden bench bench-quick lint clean
+.PHONY: all setup test test-python test-clojure tutorial clojure golden bench bench-quick bench-record lint clean
 
 all: test
 
@@ -47,6 +47,10 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	bash benchmarks/run.sh quick $(BENCH_ARGS)
+
+# A full run whose results are recorded in benchmarks/results and docs/benchmarks.md.
+bench-record: $(STAMP)
+	bash benchmarks/run.sh full --record $(BENCH_ARGS)
 
 # Fails on any finding; CI runs it before the tests.
 lint: $(STAMP)

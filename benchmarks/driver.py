@@ -7,7 +7,9 @@ interpreter and venv. For every workload both workers set up and warm up,
 then the driver alternates single timed repetitions between them (A B, B A,
 A B, ...) so that drift in the machine's state (frequency, page cache, a
 noisy neighbour) lands on both sides alike. Only one side runs at a time.
-Results go to ``results/`` as JSON, a markdown table and a PNG chart.
+Results go to ``.results/`` (``results/`` with ``--record``) as JSON, a
+markdown table and a PNG chart; the exit status is 1 when a row errored or
+missed its target.
 """
 from __future__ import annotations
 
@@ -279,10 +281,15 @@ def main() -> None:
     ap.add_argument("--no-bridge", action="store_true")
     ap.add_argument("--bridge-python", default=None,
                     help="interpreter with py4j and mxkv for the bridge rows (default: mxkv's)")
-    ap.add_argument("--out", default=os.path.join(HERE, "results"))
-    ap.add_argument("--update-docs", choices=("auto", "yes", "no"), default="auto",
-                    help="rewrite the results block of docs/benchmarks.md (auto: full runs)")
+    ap.add_argument("--out", default=None,
+                    help="results folder (default: benchmarks/.results, untracked; "
+                         "benchmarks/results with --record)")
+    ap.add_argument("--record", action="store_true",
+                    help="record the results for the docs: write benchmarks/results and "
+                         "rewrite the results block of docs/benchmarks.md")
     args = ap.parse_args()
+    if args.out is None:
+        args.out = os.path.join(HERE, "results" if args.record else ".results")
     mode = MODES[args.mode]
     names = [n for n in ORDER if not args.only or n in args.only.split(",")]
     os.makedirs(args.out, exist_ok=True)
@@ -339,10 +346,28 @@ def main() -> None:
         "floors": floors, "rows": rows, "bandwidth": bandwidth_rows(rows),
         "bridge": bridge,
     }
-    update_docs = args.update_docs == "yes" or (args.update_docs == "auto" and args.mode == "full")
-    paths = report.write_all(result, args.out, docs=update_docs)
+    paths = report.write_all(result, args.out, docs=args.record)
     sys.stderr.write("\n" + report.markdown(result, image=None) + "\n")
     sys.stderr.write("wrote %s\n" % ", ".join(os.path.relpath(p, ROOT) for p in paths))
+    bad = failures(result)
+    if bad:
+        sys.stderr.write("bench: %d row(s) errored or missed their target: %s\n"
+                         % (len(bad), ", ".join(bad)))
+        sys.exit(1)
+
+
+def failures(result: Dict[str, Any]) -> List[str]:
+    """Names of the rows that errored or missed their target (skipped rows are not failures)."""
+    bad = ["%s (%s)" % (r["name"], r["status"]) for r in result["rows"]
+           if r.get("status") in ("FAIL", "error")]
+    bad += ["%s floor (%s)" % (b["name"], b["status"]) for b in result["bandwidth"]
+            if b.get("status") == "FAIL"]
+    for r in (result.get("bridge") or {}).get("rows", []):
+        if r.get("status") in ("FAIL", "error"):
+            bad.append("%s (%s)" % (r.get("name", "bridge"), r["status"]))
+    if (result.get("bridge") or {}).get("bridge_error"):
+        bad.append("bridge (error: %s)" % result["bridge"]["bridge_error"].splitlines()[0][:120])
+    return bad
 
 
 if __name__ == "__main__":

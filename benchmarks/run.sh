@@ -2,9 +2,14 @@
 # The benchmark suite: mxkv against Apache MXNet 1.9.1, same workloads, one run.
 #
 #     bash benchmarks/run.sh quick   # `make bench-quick`: full sizes, few reps (1-2 min)
-#     bash benchmarks/run.sh full    # `make bench`: many reps; refreshes docs/benchmarks.md
+#     bash benchmarks/run.sh full    # `make bench`: many reps
+#     bash benchmarks/run.sh full --record   # `make bench-record`: also refresh
+#                                            # benchmarks/results/ and docs/benchmarks.md
 #     bash benchmarks/run.sh quick --only big_key_k4,resnet50_sgd
 #     bash benchmarks/run.sh profile resnet50_sgd      # where mxkv spends a workload's time
+#
+# Results go to benchmarks/.results/ (untracked) unless --record is given.
+# Exits non-zero when a row errors or misses its target.
 #
 # Sets up what it needs: a venv with mxnet==1.9.1, numpy<1.24 and matplotlib
 # (through tools/mxnet-venv.sh) for MXNet and the driver; mxkv runs in .venv.
@@ -13,7 +18,7 @@
 #   BENCH_MXNET_VENV   the MXNet venv (default: benchmarks/.venv-mxnet)
 #   BENCH_MXKV_PYTHON  the interpreter with mxkv installed (default: .venv/bin/python)
 #   BENCH_MXKV_MODULE  the module on the mxkv side (default: mxkv; "mxnet" runs
-#                      MXNet against itself, to check the harness)
+#                      MXNet against itself in the MXNet venv, to check the harness)
 #   BENCH_BRIDGE_CMD   the Clojure bridge benchmark to run (default: found in
 #                      benchmarks/bridge/; see benchmarks/bridge_rows.py)
 set -euo pipefail
@@ -22,8 +27,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MODE="${1:-quick}"
 [ $# -gt 0 ] && shift
 
+MODULE="${BENCH_MXKV_MODULE:-mxkv}"
 KVPY="${BENCH_MXKV_PYTHON:-$ROOT/.venv/bin/python}"
-if [ ! -x "$KVPY" ]; then
+if [ "$MODULE" != mxnet ] && [ ! -x "$KVPY" ]; then
     echo "bench: no $KVPY; run 'make setup' first (or set BENCH_MXKV_PYTHON)" >&2
     exit 1
 fi
@@ -40,7 +46,11 @@ esac
 export MXNET_VENV="${BENCH_MXNET_VENV:-$ROOT/benchmarks/.venv-mxnet}"
 export MXNET_VENV_EXTRA="matplotlib"
 MXPY="$(bash "$ROOT/tools/mxnet-venv.sh")"
+# The harness check runs MXNet on both sides, so both use MXNet's venv.
+if [ "$MODULE" = mxnet ] && [ -z "${BENCH_MXKV_PYTHON:-}" ]; then
+    KVPY="$MXPY"
+fi
 
 exec "$MXPY" "$ROOT/benchmarks/driver.py" --mode "$MODE" \
     --mxnet-python "$MXPY" --mxkv-python "$KVPY" \
-    --mxkv-module "${BENCH_MXKV_MODULE:-mxkv}" "$@"
+    --mxkv-module "$MODULE" "$@"
