@@ -1,12 +1,58 @@
 """Shared test fixtures and markers.
 
-``requires_gpu`` is the one marker for tests that need a real CUDA device
-through CuPy; they skip with that reason elsewhere. The algorithms they check
-are also covered on simulated devices, so CI exercises them without a GPU.
+``requires_gpu`` is the one marker for tests that need ``gpu(i)`` contexts
+backed by CUDA through CuPy (real GPUs, or virtual ones with
+``MXKV_VIRTUAL_GPUS``); elsewhere they skip with that reason. Use it as
+``@requires_gpu`` (imported from here) or ``@pytest.mark.requires_gpu``.
+The algorithms they check are also covered on simulated devices (the
+``simulate_gpus`` fixture), so CI exercises them without a GPU.
 """
 import pytest
 
 from mxkv import context
 
-requires_gpu = pytest.mark.skipif(context.num_gpus() == 0,
-                                  reason="needs a CUDA GPU and CuPy (cupy-cuda12x)")
+GPU_SKIP_REASON = ("needs a CUDA GPU and CuPy (pip install 'mxkv[gpu]'); the same algorithms "
+                   "run on simulated GPUs in tests/test_gpu_simulated*.py")
+
+requires_gpu = pytest.mark.requires_gpu
+
+
+def cuda_gpus_available() -> bool:
+    """True when ``gpu(0)`` is a CuPy device (a real GPU, or a virtual one on it)."""
+    return context.num_gpus() > 0 and context.gpu(0).uses_cupy
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "requires_gpu: needs a CUDA GPU through CuPy; skipped with a reason elsewhere")
+
+
+def pytest_collection_modifyitems(config, items):
+    if cuda_gpus_available():
+        return
+    skip = pytest.mark.skip(reason=GPU_SKIP_REASON)
+    for item in items:
+        if "requires_gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def simulate_gpus(monkeypatch):
+    """``simulate_gpus(n, topology=None)`` turns on ``n`` simulated GPUs for the test.
+
+    Sets ``MXKV_SIMULATE_GPUS`` (and ``MXKV_SIMULATE_TOPOLOGY`` when given),
+    re-reads the device model, and restores the real one afterwards.
+    """
+    def make(n, topology=None):
+        monkeypatch.delenv("MXKV_VIRTUAL_GPUS", raising=False)
+        monkeypatch.setenv("MXKV_SIMULATE_GPUS", str(n))
+        if topology is None:
+            monkeypatch.delenv("MXKV_SIMULATE_TOPOLOGY", raising=False)
+        else:
+            monkeypatch.setenv("MXKV_SIMULATE_TOPOLOGY", topology)
+        context._reset_devices()
+        return [context.gpu(i) for i in range(n)]
+
+    yield make
+    monkeypatch.undo()
+    context._reset_devices()

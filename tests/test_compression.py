@@ -399,23 +399,11 @@ def test_mxnet_1_9_has_no_1bit_but_mxkv_does():
 # cupy: the fused CUDA kernels agree with numpy bit for bit (GPU machines only)
 # ---------------------------------------------------------------------------
 
-def _cupy():
-    try:
-        import cupy
-    except ImportError:
-        return None
-    try:
-        found = cupy.cuda.runtime.getDeviceCount() > 0
-    except cupy.cuda.runtime.CUDARuntimeError:   # no driver, no device
-        found = False
-    return cupy if found else None
-
-
-@pytest.mark.skipif(_cupy() is None, reason="needs cupy and a GPU")
+@pytest.mark.requires_gpu
 @pytest.mark.parametrize("params", [{"type": "2bit", "threshold": 0.4},
                                     {"type": "1bit", "threshold": 0.1}])
 def test_cupy_kernels_match_numpy(params):
-    cupy = _cupy()
+    import cupy
     gc = GradientCompression.create(params)
     rng = np.random.default_rng(5)
     for n in (1, 17, 33, 1000, 100_003):

@@ -136,18 +136,18 @@ def test_creating_a_gpu_array_without_gpu_raises():
         mx.nd.ones((2,), ctx=mx.gpu(0))
 
 
-@pytest.mark.skipif(context.num_gpus() == 0, reason="needs a GPU")
+@pytest.mark.requires_gpu
 def test_xp_for_gpu_is_cupy():
     assert context.xp_for(mx.gpu(0)).__name__ == "cupy"
 
 
-@pytest.mark.skipif(context.num_gpus() == 0, reason="needs a GPU")
+@pytest.mark.requires_gpu
 def test_gpu_beyond_the_visible_ones_raises():
     with pytest.raises(MXNetError, match="not available"):
         context.xp_for(mx.gpu(context.num_gpus()))
 
 
-@pytest.mark.skipif(context.num_gpus() == 0, reason="needs a GPU")
+@pytest.mark.requires_gpu
 def test_gpu_memory_info_and_empty_cache():
     free, total = context.gpu_memory_info(0)
     assert 0 < free <= total

@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 
 import mxkv as mx
-from mxkv import context
 
-pytestmark = pytest.mark.skipif(context.num_gpus() == 0, reason="needs cupy and a GPU")
+pytestmark = pytest.mark.requires_gpu
 
 SHAPE = (64, 33)
 

@@ -10,7 +10,7 @@ from mxkv.base import MXNetError
 
 nd = mx.nd
 DTYPES = ["float16", "float32", "float64", "int32", "int64", "uint8"]
-needs_gpu = pytest.mark.skipif(context.num_gpus() == 0, reason="needs a GPU")
+needs_gpu = pytest.mark.requires_gpu
 
 
 # ---------------------------------------------------------------- creation and dtypes
@@ -405,7 +405,7 @@ def test_binary_op_across_cpu_contexts_lands_on_the_left():
     assert out.asnumpy().tolist() == [2, 4]
 
 
-@pytest.mark.skipif(context.num_gpus() == 0, reason="needs a GPU")
+@pytest.mark.requires_gpu
 def test_binary_op_between_cpu_and_gpu_raises_naming_both():
     with pytest.raises(MXNetError, match=r"cpu\(0\).*gpu\(0\)"):
         nd.ones((2,)) + nd.ones((2,), ctx=mx.gpu(0))

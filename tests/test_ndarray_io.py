@@ -225,7 +225,7 @@ def test_load_truncated_mxnet_file_raises():
         io.load_frombuffer(MXNET_LIST_FILE[:50])
 
 
-@pytest.mark.skipif(mx.context.num_gpus() == 0, reason="needs a GPU")
+@pytest.mark.requires_gpu
 def test_gpu_arrays_save_and_load_onto_a_gpu(tmp_path):
     f = str(tmp_path / "g.nd")
     g = nd.array([[1, 2]], ctx=mx.gpu(0))

@@ -28,8 +28,7 @@ def _tolerance(dtype):
 
 CONTEXTS = [
     pytest.param("cpu", id="cpu"),
-    pytest.param("gpu", id="gpu", marks=pytest.mark.skipif(mx.context.num_gpus() == 0,
-                                                          reason="needs a GPU and CuPy")),
+    pytest.param("gpu", id="gpu", marks=pytest.mark.requires_gpu),
 ]
 
 

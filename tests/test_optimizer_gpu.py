@@ -7,7 +7,7 @@ import pytest
 
 import mxkv as mx
 
-pytestmark = pytest.mark.skipif(mx.context.num_gpus() == 0, reason="needs a GPU and CuPy")
+pytestmark = pytest.mark.requires_gpu
 
 SHAPE = (6, 5)
 ROWS = [[0, 3], [1, 3, 5], [2]]

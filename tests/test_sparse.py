@@ -5,12 +5,11 @@ import numpy as np
 import pytest
 
 import mxkv as mx
-from mxkv import context
 from mxkv.base import MXNetError
 from mxkv.ndarray import sparse
 
 nd = mx.nd
-needs_gpu = pytest.mark.skipif(context.num_gpus() == 0, reason="needs a GPU")
+needs_gpu = pytest.mark.requires_gpu
 
 
 def rsp():

@@ -6,6 +6,19 @@ or ``cpu_shared(i)``. Every CPU flavour keeps its arrays in numpy memory,
 module. Each ``cpu(i)`` is a device of its own: arrays on two contexts never
 share memory, whatever the backing module.
 
+Two knobs give GPUs where there are none (``docs/gpu.md``):
+
+* ``MXKV_SIMULATE_GPUS=N``: ``gpu(0..N-1)`` are *simulated* GPUs, numpy
+  memory, no CuPy needed; each is a device of its own (copies between them
+  are real copies) with a synthetic link topology (``MXKV_SIMULATE_TOPOLOGY``).
+* ``MXKV_VIRTUAL_GPUS=N``: ``gpu(0..N-1)`` are N logical devices on the one
+  real GPU ``0``, CuPy memory: kernels, streams and device-to-device copies
+  run for real with N "devices" (NCCL refuses them: one GPU, several ranks).
+
+So "is a GPU context" (:attr:`Context.is_gpu`) and "keeps its arrays in CuPy
+memory" (:attr:`Context.uses_cupy`) are different questions, and
+:attr:`Context.cuda_id` names the physical CUDA device behind a context.
+
 >>> import mxkv as mx
 >>> with mx.cpu(1):
 ...     mx.current_context()
@@ -13,6 +26,7 @@ cpu(1)
 """
 from __future__ import annotations
 
+import os
 import threading
 import types
 import warnings
@@ -20,22 +34,24 @@ from typing import ClassVar
 
 import numpy as np
 
-from .base import MXNetError
+from .base import MXNetError, MXNetValueError, env
 
 __all__ = [
     "Context",
     "cpu",
     "cpu_pinned",
     "cpu_shared",
+    "cuda_device_count",
     "cupy_or_none",
     "current_context",
     "gpu",
     "gpu_memory_info",
+    "gpu_mode",
     "num_gpus",
     "xp_for",
 ]
 
-_CUPY_HINT = "pip install cupy-cuda12x"
+_CUPY_HINT = "pip install 'mxkv[gpu]' (cupy-cuda12x)"
 
 
 class _ContextMeta(type):
@@ -96,8 +112,30 @@ class Context(metaclass=_ContextMeta):
 
     @property
     def is_gpu(self) -> bool:
-        """True for ``gpu(i)``: arrays live in CuPy memory on device ``i``."""
+        """True for ``gpu(i)``, real, virtual or simulated: a device of its own.
+
+        Ask :attr:`uses_cupy` for where its arrays live.
+        """
         return self.device_typeid == 2
+
+    @property
+    def uses_cupy(self) -> bool:
+        """True when arrays on this context are CuPy arrays: ``gpu(i)`` on a
+        real or virtual GPU. False for every CPU flavour and for simulated GPUs
+        (numpy memory)."""
+        return self.device_typeid == 2 and _mode() != "simulated"
+
+    @property
+    def cuda_id(self) -> int | None:
+        """The CUDA device holding this context's memory: ``device_id`` on real
+        GPUs, the one physical device under ``MXKV_VIRTUAL_GPUS``, None for
+        CPU flavours and simulated GPUs."""
+        if self.device_typeid != 2:
+            return None
+        mode = _mode()
+        if mode == "cuda":
+            return self.device_id
+        return _VIRTUAL_DEVICE if mode == "virtual" else None
 
     def __hash__(self) -> int:
         return hash((self.device_typeid, self.device_id))
@@ -125,9 +163,9 @@ class Context(metaclass=_ContextMeta):
 
     def empty_cache(self) -> None:
         """Release the memory CuPy caches for this GPU (a no-op on CPU)."""
-        if self.is_gpu:
+        if self.uses_cupy:
             cp = xp_for(self)
-            with cp.cuda.Device(self.device_id):
+            with cp.cuda.Device(self.cuda_id):
                 cp.get_default_memory_pool().free_all_blocks()
 
 
@@ -171,6 +209,46 @@ def gpu(device_id: int = 0) -> Context:
 
 
 # ---------------------------------------------------------------------------
+# What backs gpu(i): real CUDA devices, virtual ones on one GPU, or simulated
+# ones in host memory. Decided from the knobs on first use; _reset_devices()
+# re-reads them (tests switch between models).
+
+#: The physical device that holds every virtual GPU.
+_VIRTUAL_DEVICE = 0
+
+_model: dict = {}
+
+
+def _resolve_model() -> str:
+    sim = env("MXKV_SIMULATE_GPUS", 0, int, minimum=0)
+    virt = env("MXKV_VIRTUAL_GPUS", 0, int, minimum=0)
+    if sim and virt:
+        raise MXNetValueError(
+            f"MXKV_SIMULATE_GPUS={sim} and MXKV_VIRTUAL_GPUS={virt} are both set: "
+            "choose simulated GPUs (numpy, no CUDA) or virtual ones (one real GPU)")
+    _model["count"] = sim or virt
+    _model["mode"] = "simulated" if sim else ("virtual" if virt else "cuda")
+    return _model["mode"]
+
+
+def _mode() -> str:
+    mode = _model.get("mode")
+    return mode if mode is not None else _resolve_model()
+
+
+def _reset_devices() -> None:
+    """Forget the device model and CuPy probe; the next use re-reads the knobs."""
+    _model.clear()
+    _cupy_state.clear()
+
+
+def gpu_mode() -> str:
+    """What ``gpu(i)`` contexts are: ``'cuda'`` (real GPUs through CuPy),
+    ``'virtual'`` (``MXKV_VIRTUAL_GPUS``) or ``'simulated'`` (``MXKV_SIMULATE_GPUS``)."""
+    return _mode()
+
+
+# ---------------------------------------------------------------------------
 # CuPy, imported only when a GPU context is used.
 
 _cupy_state: dict = {}
@@ -191,29 +269,53 @@ def cupy_or_none() -> types.ModuleType | None:
     return _cupy_state["module"]
 
 
-def num_gpus() -> int:
-    """Number of GPUs CuPy sees; 0 when CuPy is absent or there is no GPU."""
+def cuda_device_count() -> int:
+    """Real CUDA devices CuPy sees (0 without CuPy or a driver), whatever the mode."""
     cupy_or_none()
     return _cupy_state["count"]
 
 
+def num_gpus() -> int:
+    """Number of ``gpu(i)`` contexts: the GPUs CuPy sees; N under
+    ``MXKV_SIMULATE_GPUS=N``; N under ``MXKV_VIRTUAL_GPUS=N`` when a real GPU
+    is there (else 0); 0 when CuPy is absent or there is no GPU."""
+    mode = _mode()
+    if mode == "simulated":
+        return _model["count"]
+    if mode == "virtual":
+        return _model["count"] if cuda_device_count() > 0 else 0
+    return cuda_device_count()
+
+
 def gpu_memory_info(device_id: int = 0) -> tuple:
-    """``(free, total)`` bytes of GPU ``device_id``."""
-    cp = xp_for(gpu(device_id))
-    with cp.cuda.Device(device_id):
+    """``(free, total)`` bytes of GPU ``device_id`` (of the host, for a simulated GPU)."""
+    ctx = gpu(device_id)
+    cp = xp_for(ctx)
+    if not ctx.uses_cupy:
+        page = os.sysconf("SC_PAGE_SIZE")
+        return (int(os.sysconf("SC_AVPHYS_PAGES") * page),
+                int(os.sysconf("SC_PHYS_PAGES") * page))
+    with cp.cuda.Device(ctx.cuda_id):
         return tuple(int(v) for v in cp.cuda.runtime.memGetInfo())
 
 
 def xp_for(ctx: Context) -> types.ModuleType:
-    """The array module holding ``ctx``'s memory: numpy, or cupy for ``gpu(i)``.
+    """The array module holding ``ctx``'s memory: numpy, or cupy for ``gpu(i)``
+    (numpy for a simulated GPU).
 
     Raises
     ------
     MXNetError
         For a GPU context when CuPy is not installed, no GPU is visible, or
-        the device id is beyond the visible GPUs.
+        the device id is beyond the visible (or simulated, or virtual) GPUs.
     """
     if ctx.device_typeid != 2:
+        return np
+    mode = _mode()
+    if mode == "simulated":
+        if ctx.device_id >= _model["count"]:
+            raise MXNetError(f"context {ctx} is not available: only {_model['count']} "
+                             f"simulated GPU(s) (MXKV_SIMULATE_GPUS={_model['count']})")
         return np
     cp = cupy_or_none()
     if cp is None:
@@ -222,9 +324,13 @@ def xp_for(ctx: Context) -> types.ModuleType:
         except ImportError:
             raise MXNetError(f"context {ctx} needs CuPy, which is not installed: "
                              f"{_CUPY_HINT}") from None
-        raise MXNetError(f"context {ctx} needs a GPU, but CuPy sees none "
+        extra = (f" (MXKV_VIRTUAL_GPUS={_model['count']} needs one real GPU)"
+                 if mode == "virtual" else "")
+        raise MXNetError(f"context {ctx} needs a GPU, but CuPy sees none{extra} "
                          f"(check the CUDA driver, or use a cpu context)")
-    if ctx.device_id >= _cupy_state["count"]:
-        raise MXNetError(f"context {ctx} is not available: only "
-                         f"{_cupy_state['count']} GPU(s) are visible")
+    limit = _model["count"] if mode == "virtual" else _cupy_state["count"]
+    if ctx.device_id >= limit:
+        what = (f"virtual GPU(s) (MXKV_VIRTUAL_GPUS={limit})" if mode == "virtual"
+                else "GPU(s) are visible")
+        raise MXNetError(f"context {ctx} is not available: only {limit} {what}")
     return cp

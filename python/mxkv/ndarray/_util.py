@@ -56,8 +56,8 @@ def is_host(arr: Any) -> bool:
 
 def device_scope(ctx: Context):
     """A ``with`` scope making ``ctx``'s GPU current (a null scope on CPU)."""
-    if ctx.device_typeid == 2:
-        return xp_for(ctx).cuda.Device(ctx.device_id)
+    if ctx.uses_cupy:
+        return xp_for(ctx).cuda.Device(ctx.cuda_id)
     return contextlib.nullcontext()
 
 
@@ -72,7 +72,7 @@ def to_device(arr: Any, ctx: Context, dtype: np.dtype | None = None) -> Any:
     Always copies, even when ``arr`` already lives on ``ctx``'s device.
     """
     dtype = arr.dtype if dtype is None else dtype
-    if ctx.device_typeid != 2:
+    if not ctx.uses_cupy:
         if is_host(arr):
             return np.array(arr, dtype=dtype, order="C", copy=True)
         host = arr.get()  # a fresh host copy
@@ -80,20 +80,20 @@ def to_device(arr: Any, ctx: Context, dtype: np.dtype | None = None) -> Any:
             host = host.astype(dtype, order="C")
         return np.ascontiguousarray(host)
     cp = xp_for(ctx)
-    with cp.cuda.Device(ctx.device_id):
+    with cp.cuda.Device(ctx.cuda_id):
         if is_host(arr):
             out = cp.empty(arr.shape, dtype=dtype)
             if out.size:
                 out.set(np.ascontiguousarray(arr, dtype=dtype))
             return out
-        if arr.device.id == ctx.device_id:
+        if arr.device.id == ctx.cuda_id:
             return cp.array(arr, dtype=dtype, order="C", copy=True)
     # peer copy between two GPUs: same bytes first, then cast on the target
     src = arr
     if not src.flags.c_contiguous:
         with cp.cuda.Device(src.device.id):
             src = cp.ascontiguousarray(src)
-    with cp.cuda.Device(ctx.device_id):
+    with cp.cuda.Device(ctx.cuda_id):
         out = cp.empty(src.shape, dtype=src.dtype)
         if out.size:
             out.data.copy_from_device(src.data, src.nbytes)
@@ -137,9 +137,9 @@ def copy_into(dst: Any, src: Any) -> None:
 
 def check_wrappable(arr: Any, ctx: Context) -> None:
     """Raise unless ``arr`` may be wrapped, uncopied, as an array on ``ctx``."""
-    if ctx.device_typeid == 2:
+    if ctx.uses_cupy:
         cp = xp_for(ctx)
-        if not isinstance(arr, cp.ndarray) or arr.device.id != ctx.device_id:
+        if not isinstance(arr, cp.ndarray) or arr.device.id != ctx.cuda_id:
             where = "host memory" if is_host(arr) else (
                 f"gpu({arr.device.id})" if hasattr(arr, "device") else type(arr).__name__)
             raise MXNetTypeError(f"an NDArray on {ctx} wraps a cupy array on that GPU, "

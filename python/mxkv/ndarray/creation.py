@@ -53,7 +53,7 @@ def array(source_array: Any, ctx: Context | None = None, dtype: Any = None) -> N
     except (TypeError, ValueError) as exc:
         raise MXNetTypeError(f"source_array must be array like object, got "
                              f"{type(source_array).__name__}: {exc}") from None
-    return NDArray(host if ctx.device_typeid != 2 else to_device(host, ctx), ctx)
+    return NDArray(host if not ctx.uses_cupy else to_device(host, ctx), ctx)
 
 
 def _filled(shape: Any, ctx: Any, dtype: Any, fill: Any) -> NDArray:
@@ -121,5 +121,5 @@ def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: i
     host = np.arange(start, stop, step, dtype=np.float64).astype(dt)
     if repeat != 1:
         host = np.repeat(host, int(repeat))
-    return NDArray(host if ctx.device_typeid != 2 else to_device(host, ctx), ctx)
+    return NDArray(host if not ctx.uses_cupy else to_device(host, ctx), ctx)
 

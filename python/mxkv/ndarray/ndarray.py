@@ -48,7 +48,7 @@ def _ctx_arg(ctx: Context | str | None) -> Context:
 
 def check_same_device_kind(a: Context, b: Context, what: str) -> None:
     """Raise an MXNetError naming both contexts when one is a GPU and the other not."""
-    if (a.device_typeid == 2) != (b.device_typeid == 2):
+    if a.is_gpu != b.is_gpu:
         raise MXNetError(f"{what}: operands are on {a} and {b}; move one with "
                          f"as_in_context first")
 
@@ -56,7 +56,7 @@ def check_same_device_kind(a: Context, b: Context, what: str) -> None:
 def peer_array(src: NDArray, ctx: Context, what: str) -> Any:
     """``src``'s buffer readable on ``ctx`` (shared on CPU, peer-copied between GPUs)."""
     check_same_device_kind(ctx, src._ctx, what)
-    if ctx.device_typeid != 2 or src._ctx == ctx:
+    if not ctx.uses_cupy or src._ctx == ctx:
         return src._array
     return to_device(src._array, ctx)
 
@@ -104,7 +104,7 @@ class NDArray:
         if ctx is None:
             if is_host(array):
                 cur = current_context()
-                ctx = cur if cur.device_typeid != 2 else ctx_of(array)
+                ctx = cur if not cur.uses_cupy else ctx_of(array)
             elif hasattr(array, "device"):
                 ctx = ctx_of(array)
             else:
@@ -154,7 +154,7 @@ class NDArray:
         return True
 
     def _xp(self):
-        return np if self._ctx.device_typeid != 2 else xp_for(self._ctx)
+        return np if not self._ctx.uses_cupy else xp_for(self._ctx)
 
     # ------------------------------------------------------------------ conversion
     def asnumpy(self) -> np.ndarray:
@@ -199,12 +199,12 @@ class NDArray:
     def __setstate__(self, state: dict) -> None:
         ctx = Context(*state["ctx"])
         arr = state["array"]
-        self._array = arr if ctx.device_typeid != 2 else to_device(arr, ctx)
+        self._array = arr if not ctx.uses_cupy else to_device(arr, ctx)
         self._ctx = ctx
 
     def wait_to_read(self) -> None:
         """Block until pending work writing this array is done."""
-        if self._ctx.device_typeid == 2:
+        if self._ctx.uses_cupy:
             with device_scope(self._ctx):
                 xp_for(self._ctx).cuda.get_current_stream().synchronize()
 
@@ -299,11 +299,11 @@ class NDArray:
         if isinstance(key, NDArray):
             return local_operand(key._array, self._array).astype(np.int64)
         if isinstance(key, list):
-            return np.asarray(key, dtype=np.int64) if self._ctx.device_typeid != 2 else \
+            return np.asarray(key, dtype=np.int64) if not self._ctx.uses_cupy else \
                 to_device(np.asarray(key, dtype=np.int64), self._ctx)
         if isinstance(key, tuple):
             return tuple(self._index(k) for k in key)
-        if isinstance(key, np.ndarray) and self._ctx.device_typeid == 2:
+        if isinstance(key, np.ndarray) and self._ctx.uses_cupy:
             return to_device(key, self._ctx)
         return key
 

@@ -115,9 +115,9 @@ def copy_as(weight: Any, dtype: Any | None = None) -> Any:
 
 def device_scope(ctx: Any) -> contextlib.AbstractContextManager:
     """Make ``ctx``'s GPU current (a no-op for CPU contexts)."""
-    if ctx is not None and getattr(ctx, "device_typeid", 1) == 2:
+    if ctx is not None and getattr(ctx, "uses_cupy", False):
         from ..context import xp_for
-        return xp_for(ctx).cuda.Device(ctx.device_id)
+        return xp_for(ctx).cuda.Device(ctx.cuda_id)
     return contextlib.nullcontext()
 
 
