@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Dict, Type
 
-from ..base import MXNetError
+from ..base import MXNetError, env
 
 __all__ = ["KVStoreBase", "create"]
 
@@ -152,7 +152,15 @@ def _unavailable(what: str, issue: str) -> Callable[[str], Any]:
 
 
 register_family("dist", _unavailable("distributed store on Ray", "the distributed-store issue"))
-register_family("nccl", _unavailable("NCCL store through CuPy", "the GPU comms issue"))
+def _make_nccl(name: str) -> Any:
+    from .comm.nccl import check_nccl_available
+    from .local import KVStore
+
+    check_nccl_available()
+    return KVStore(name, comm="nccl")
+
+
+register_family("nccl", _make_nccl)
 
 
 def create(name: str = "local") -> KVStoreBase:
@@ -186,4 +194,12 @@ def create(name: str = "local") -> KVStoreBase:
         return _FAMILIES["nccl"](tname)
     from .local import KVStore
 
-    return KVStore(tname, comm="device" if "device" in tname else "cpu")
+    return KVStore(tname, comm=_local_comm(tname))
+
+
+def _local_comm(tname: str) -> str:
+    """The comm of a local store: ``device`` types reduce on the devices (along
+    trees with ``MXNET_KVSTORE_USETREE=1``, as MXNet), the rest on the host."""
+    if "device" not in tname:
+        return "cpu"
+    return "tree" if env("MXNET_KVSTORE_USETREE", False, bool) else "device"

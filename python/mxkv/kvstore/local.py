@@ -174,6 +174,7 @@ class KVStore(KVStoreBase):
                     f"{op}: key {key_name(k)} has dtype {np.dtype(stored.dtype).name}; "
                     f"{self._compression.type} gradient compression needs float32 values"
                 )
+        self._comm.validate_push(grouped)
         return grouped
 
     def _apply_push(self, grouped: dict) -> None:

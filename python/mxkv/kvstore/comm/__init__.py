@@ -2,5 +2,8 @@
 from .base import Comm, copy_array, create_comm, sum_row_sparse
 from .cpu import CommCPU
 from .device import CommDevice
+from .nccl import CommNCCL
+from .tree import CommTree
 
-__all__ = ["Comm", "CommCPU", "CommDevice", "create_comm", "copy_array", "sum_row_sparse"]
+__all__ = ["Comm", "CommCPU", "CommDevice", "CommNCCL", "CommTree", "create_comm", "copy_array",
+           "sum_row_sparse"]

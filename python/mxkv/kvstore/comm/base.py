@@ -3,8 +3,8 @@ a stored value reaches the outputs of a pull.
 
 A comm knows arrays and devices, never key names, updaters or optimizers.
 Comms are registered by name (``Comm.register``) and built by
-:func:`create_comm`; the local store picks ``cpu`` or ``device`` from its
-type string, and later issues add ``tree`` and ``nccl``.
+:func:`create_comm`; the store factory picks ``cpu``, ``device``, ``tree``
+(``MXNET_KVSTORE_USETREE=1``) or ``nccl`` from the type string.
 """
 from __future__ import annotations
 
@@ -39,9 +39,11 @@ def copy_array(dst: Any, src: Any) -> None:
     if isinstance(src, np.ndarray):
         dst.set(np.ascontiguousarray(src.reshape(dst.shape), dtype=dst.dtype))
     elif src.device.id == dst.device.id:
-        dst[...] = src.reshape(dst.shape)
-    else:  # peer copy between two GPUs
-        dst.data.copy_from_device(src.data, dst.nbytes)
+        with src.device:
+            dst[...] = src.reshape(dst.shape)
+    else:  # between two GPUs: cudaMemcpyPeer (peer access is the Copier's choice)
+        from .peer import copy_between_gpus
+        copy_between_gpus(dst, src)
 
 
 def sum_row_sparse(values: Sequence[RowSparseNDArray], xp: Any = np):
@@ -80,6 +82,10 @@ class Comm:
     # -- the interface --------------------------------------------------
     def init(self, key: Any, shape: tuple, dtype: Any, stype: str) -> None:
         """Called once per key at init, before any reduce of that key."""
+
+    def validate_push(self, grouped: Dict[Any, list]) -> None:
+        """Raise, before the store changes anything, if this comm cannot reduce
+        the values of a push (``{key: [values]}``); the default accepts all."""
 
     def set_gradient_compression(self, gc: Any) -> None:
         self.gc = gc

@@ -3,14 +3,19 @@
 
 Each key gets a merge buffer on one of the devices that push it. Buffers are
 placed by load, as MXNet's CommDevice does: all keys waiting for a buffer,
-largest first, each onto the device with the fewest elements placed so far.
-With gradient compression set, every source is quantized with its own
-residual (error feedback) and dequantized on the merge device before the sum,
-even when there is a single source, so that no device is favoured.
+largest first, each onto the device with the fewest bytes placed so far
+(the first such device in push order on a tie). Values on other devices are
+copied to the merge device (peer copies between GPUs where P2P is allowed,
+staged through the host otherwise: :mod:`.peer`) and summed there.
+
+With gradient compression set, every source is quantized on its own device
+with its own residual (error feedback), the packed words are copied to the
+merge device and dequantized there before the sum, even when there is a
+single source, so that no device is favoured (MXNet's ``ReduceCompressed``).
 
 The algorithms only use the arrays' own module (numpy or cupy), so the same
-code runs with simulated devices (``cpu(i)`` contexts) on a machine without
-a GPU.
+code runs on simulated GPUs (numpy memory, ``MXKV_SIMULATE_GPUS``) and on
+``cpu(i)`` contexts on a machine without a GPU.
 """
 from __future__ import annotations
 
@@ -20,7 +25,9 @@ import numpy as np
 
 from ...context import Context
 from ...ndarray import NDArray
-from .base import Comm, copy_array
+from ...ndarray._util import device_scope
+from .base import Comm
+from .peer import Copier, same_memory
 
 __all__ = ["CommDevice"]
 
@@ -28,7 +35,7 @@ __all__ = ["CommDevice"]
 _GC_CHUNK = 1 << 18
 
 
-def _empty_like_on(ctx: Context, shape: tuple, dtype: Any) -> NDArray:
+def _empty_on(ctx: Context, shape: tuple, dtype: Any) -> NDArray:
     from ... import ndarray as nd
 
     return nd.empty(shape, ctx=ctx, dtype=dtype)
@@ -40,25 +47,34 @@ def _zeros_on(ctx: Context, shape: tuple, dtype: Any) -> NDArray:
     return nd.zeros(shape, ctx=ctx, dtype=dtype)
 
 
+def _on_host(ctx: Context) -> bool:
+    return not ctx.is_gpu
+
+
 @Comm.register
 class CommDevice(Comm):
     name = "device"
 
     def __init__(self) -> None:
         super().__init__()
+        self.copier = Copier()
         self._attrs: Dict[Any, Tuple[tuple, Any]] = {}
         self._pending: List[Any] = []
         self._merge_ctx: Dict[Any, Context] = {}
         self._merge: Dict[Any, NDArray] = {}
         self._load: Dict[Context, int] = {}
-        self._copy_buf: Dict[Any, List[NDArray]] = {}
-        self._residual: Dict[Any, List[NDArray]] = {}
+        self._copy_buf: Dict[Any, List[Optional[NDArray]]] = {}
+        self._residual: Dict[Any, List[Optional[NDArray]]] = {}
 
     def init(self, key: Any, shape: tuple, dtype: Any, stype: str) -> None:
         self._attrs[key] = (tuple(shape), np.dtype(dtype))
         self._pending.append(key)
 
     # -- merge buffer placement --------------------------------------------
+    def _nbytes(self, key: Any) -> int:
+        shape, dtype = self._attrs[key]
+        return int(np.prod(shape)) * dtype.itemsize
+
     def _place(self, srcs: List[NDArray]) -> None:
         devs: List[Context] = []
         for s in srcs:
@@ -66,11 +82,11 @@ class CommDevice(Comm):
                 devs.append(s.context)
         for d in devs:
             self._load.setdefault(d, 0)
-        pending = sorted(self._pending, key=lambda k: -int(np.prod(self._attrs[k][0])))
+        pending = sorted(self._pending, key=lambda k: -self._nbytes(k))
         for key in pending:
             ctx = min(devs, key=lambda d: self._load[d])
             self._merge_ctx[key] = ctx
-            self._load[ctx] += int(np.prod(self._attrs[key][0]))
+            self._load[ctx] += self._nbytes(key)
         self._pending = []
 
     def merge_context(self, key: Any) -> Optional[Context]:
@@ -85,30 +101,34 @@ class CommDevice(Comm):
         buf = self._merge.get(key)
         if buf is None:
             shape, dtype = self._attrs[key]
-            buf = _empty_like_on(self._merge_ctx[key], shape, dtype)
+            buf = _empty_on(self._merge_ctx[key], shape, dtype)
             self._merge[key] = buf
         return buf
+
+    def _slot(self, table: Dict[Any, list], key: Any, i: int, ctx: Context, shape: tuple,
+              dtype: Any, zeros: bool = False) -> NDArray:
+        """Buffer ``i`` of ``key`` in ``table``, (re)made on ``ctx`` when needed."""
+        bufs = table.setdefault(key, [])
+        while len(bufs) <= i:
+            bufs.append(None)
+        b = bufs[i]
+        if b is None or b.context != ctx or b.shape != tuple(shape):
+            b = (_zeros_on if zeros else _empty_on)(ctx, shape, dtype)
+            bufs[i] = b
+        return b
 
     def _on_merge_device(self, key: Any, srcs: List[NDArray], merge: NDArray) -> List[Any]:
         """The sources' arrays, copied to the merge device where they are not
         already addressable there (host arrays are, on any host context)."""
-        target_host = isinstance(merge._array, np.ndarray)
-        bufs = self._copy_buf.setdefault(key, [])
         arrays = []
         for i, s in enumerate(srcs):
-            a = s._array
-            same = target_host and isinstance(a, np.ndarray)
-            if not same and not target_host and not isinstance(a, np.ndarray):
-                same = a.device.id == merge._array.device.id
-            if same:
-                arrays.append(a)
+            if same_memory(s.context, merge.context):
+                arrays.append(s._array)
                 continue
-            while len(bufs) <= i:
-                bufs.append(None)
-            if bufs[i] is None:
-                bufs[i] = _empty_like_on(merge.context, merge.shape, merge._array.dtype)
-            copy_array(bufs[i]._array, a)
-            arrays.append(bufs[i]._array)
+            buf = self._slot(self._copy_buf, key, i, merge.context, merge.shape,
+                             merge._array.dtype)
+            self.copier.copy(buf, s)
+            arrays.append(buf._array)
         return arrays
 
     # -- reduce --------------------------------------------------------------
@@ -118,69 +138,96 @@ class CommDevice(Comm):
         if len(srcs) == 1:
             if out is None:
                 return srcs[0]
-            copy_array(out._array, srcs[0]._array)
+            self.copier.copy(out, srcs[0])
             return out
         merge = self._merge_buf(key, srcs)
         arrays = self._on_merge_device(key, srcs, merge)
-        if out is not None and isinstance(out._array, np.ndarray) and \
-                isinstance(merge._array, np.ndarray):
+        if out is not None and _on_host(out.context) and _on_host(merge.context):
             self.reducer.sum_into(out._array, arrays)  # host devices: sum straight into out
             return out
-        self.reducer.sum_into(merge._array, arrays)
+        with device_scope(merge.context):
+            self.reducer.sum_into(merge._array, arrays)
         if out is None:
             return merge
-        copy_array(out._array, merge._array)
+        self.copier.copy(out, merge)
         return out
 
     def _reduce_compressed(self, key: Any, srcs: List[NDArray],
                            out: Optional[NDArray]) -> NDArray:
-        gc = self.gc
         merge = self._merge_buf(key, srcs)
-        residuals = self._residual.setdefault(key, [])
-        while len(residuals) < len(srcs):
-            residuals.append(None)
-        for i, s in enumerate(srcs):
-            if residuals[i] is None or residuals[i].context != s.context:
-                residuals[i] = _zeros_on(s.context, s.shape, np.float32)
-        # Host devices: quantize+dequantize fused, accumulated straight into
-        # the target in push order (left to right, as MXNet sums).
+        residuals = [self._slot(self._residual, key, i, s.context, s.shape, np.float32,
+                                zeros=True) for i, s in enumerate(srcs)]
         target = merge
-        if out is not None and isinstance(out._array, np.ndarray) and \
-                out._array.dtype == np.float32:
+        if out is not None and _on_host(out.context) and out._array.dtype == np.float32:
             target = out
-        all_host = isinstance(target._array, np.ndarray) and \
-            all(isinstance(s._array, np.ndarray) for s in srcs)
-        if all_host:
-            # Element ranges on the threads; inside a range, chunks outside and
-            # devices inside, so the chunk of the target stays in cache.
-            tgt = target._array.reshape(-1)
-            grads = [s._array.reshape(-1) for s in srcs]
-            res = [r._array.reshape(-1) for r in residuals[:len(srcs)]]
-
-            def work(lo: int, hi: int) -> None:
-                for a in range(lo, hi, _GC_CHUNK):
-                    b = min(a + _GC_CHUNK, hi)
-                    for i, g in enumerate(grads):
-                        gc.roundtrip(g[a:b], res[i][a:b], tgt[a:b], accumulate=i > 0)
-
-            self.reducer.split(work, tgt.size)
-        else:  # quantize where the gradient is, move the packed words, dequantize
-            recv = self._copy_buf.setdefault(("gc", key), [])
-            parts = []
-            for i, s in enumerate(srcs):
-                while len(recv) <= i:
-                    recv.append(None)
-                if recv[i] is None:
-                    recv[i] = _empty_like_on(merge.context, s.shape, np.float32)
-                packed = gc.quantize(s._array, residuals[i]._array)
-                landed = _empty_like_on(merge.context, packed.shape, packed.dtype)
-                copy_array(landed._array, packed)
-                gc.dequantize(landed._array, recv[i]._array)
-                parts.append(recv[i]._array)
+        if _on_host(target.context) and all(_on_host(s.context) for s in srcs):
+            self._host_compressed(srcs, residuals, target)
+        else:
             target = merge
-            self.reducer.sum_into(target._array, parts)
+            self._device_compressed(key, srcs, residuals, merge)
         if out is None:
             return target
         if target is not out:
-            copy_array(out._array, target._array)
+            self.copier.copy(out, target)
         return out
+
+    def _host_compressed(self, srcs, residuals, target) -> None:
+        """Host memory only: quantize+dequantize fused, accumulated straight into
+        the target in push order (left to right, as MXNet sums)."""
+        gc = self.gc
+        tgt = target._array.reshape(-1)
+        grads = [s._array.reshape(-1) for s in srcs]
+        res = [r._array.reshape(-1) for r in residuals]
+
+        def work(lo: int, hi: int) -> None:
+            # chunks outside and devices inside, so the target's chunk stays in cache
+            for a in range(lo, hi, _GC_CHUNK):
+                b = min(a + _GC_CHUNK, hi)
+                for i, g in enumerate(grads):
+                    gc.roundtrip(g[a:b], res[i][a:b], tgt[a:b], accumulate=i > 0)
+
+        self.reducer.split(work, tgt.size)
+
+    def _device_compressed(self, key, srcs, residuals, merge) -> None:
+        """Quantize on each source's device, move the packed words to the merge
+        device, dequantize there, sum."""
+        gc = self.gc
+        words = gc.packed_size(merge.size)
+        parts = []
+        for i, s in enumerate(srcs):
+            send = self._slot(self._copy_buf, ("send", key), i, s.context, (words,), np.float32)
+            with device_scope(s.context):
+                gc.quantize(s._array, residuals[i]._array, send._array)
+            recv = send
+            if s.context != merge.context:
+                recv = self._slot(self._copy_buf, ("recv", key), i, merge.context, (words,),
+                                  np.float32)
+                self.copier.copy(recv, send)
+            values = self._slot(self._copy_buf, ("values", key), i, merge.context, merge.shape,
+                                np.float32)
+            with device_scope(merge.context):
+                gc.dequantize(recv._array, values._array)
+            parts.append(values._array)
+        with device_scope(merge.context):
+            self.reducer.sum_into(merge._array, parts)
+
+    # -- broadcast -----------------------------------------------------------
+    def broadcast(self, key: Any, src: NDArray, dsts: List[NDArray]) -> None:
+        """Copy ``src`` into every ``dst``: host outs straight from ``src``; GPU
+        outs through one upload to a first device (the merge device when it
+        is among them), then device-to-device copies from there."""
+        gpu = [d for d in dsts if d.context.is_gpu and not same_memory(d.context, src.context)]
+        if not gpu:
+            super().broadcast(key, src, dsts)
+            return
+        rest = [d for d in dsts if not (d.context.is_gpu
+                                        and not same_memory(d.context, src.context))]
+        if rest:
+            super().broadcast(key, src, rest)
+        merge_ctx = self._merge_ctx.get(key)
+        first = next((d for d in gpu if d.context == merge_ctx), gpu[0])
+        self.copier.copy(first, src)
+        for d in gpu:
+            if d is not first:
+                self.copier.copy(d, first)
+

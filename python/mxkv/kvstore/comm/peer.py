@@ -75,9 +75,8 @@ class Copier:
         if src.uses_cupy:
             ok = _enable_cuda_peer(src.cuda_id, dst.cuda_id)
         else:
-            from .topology import synthetic_links
-            n = max(src.device_id, dst.device_id) + 1
-            ok = bool(synthetic_links(n).p2p[dst.device_id][src.device_id])
+            from .topology import synthetic_links_for_all
+            ok = bool(synthetic_links_for_all().p2p[dst.device_id][src.device_id])
         with self._lock:
             self._peer[key] = ok
         return ok

@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from typing import List, Sequence
 
 from ...base import MXNetValueError, env
-from ...context import Context
+from ...context import Context, num_gpus
 
 __all__ = ["Links", "cuda_links", "link_weights", "links_for", "synthetic_links",
-           "TOPOLOGIES"]
+           "synthetic_links_for_all", "TOPOLOGIES"]
 
 TOPOLOGIES = ("groups", "nvlink", "pcie", "dgx1")
 
@@ -97,6 +97,11 @@ def synthetic_links(n: int, kind: str | None = None) -> Links:
     return Links(rank, p2p)
 
 
+def synthetic_links_for_all() -> Links:
+    """The synthetic topology over every simulated (or virtual) GPU ``gpu(0..N-1)``."""
+    return synthetic_links(num_gpus())
+
+
 def cuda_links(device_ids: Sequence[int]) -> Links:
     """Read the links between real CUDA devices ``device_ids``.
 
@@ -149,7 +154,7 @@ def links_for(devs: Sequence[Context]) -> Links:
     """
     if devs and all(d.uses_cupy for d in devs) and len({d.cuda_id for d in devs}) == len(devs):
         return cuda_links([d.cuda_id for d in devs])
-    full = synthetic_links(max(d.device_id for d in devs) + 1)
+    full = synthetic_links_for_all()
     ids = [d.device_id for d in devs]
     return Links([[full.rank[a][b] for b in ids] for a in ids],
                  [[full.p2p[a][b] for b in ids] for a in ids])
