@@ -15,7 +15,7 @@ The packed layout is MXNet's, bit for bit (``docs/compression.md``):
   bit ``7 - j % 8``: ``1`` for +1, ``0`` for -1.
 
 The numpy path runs in chunks that fit in L2 cache, with no Python loop over
-elements; the cupy path runs one fused CUDA kernel per call.
+elements; the cupy path runs one fused CUDA kernel per call (:data:`CUDA_SOURCE`).
 """
 from __future__ import annotations
 
@@ -209,87 +209,181 @@ def _np_roundtrip_1bit(g, r, t, out, accumulate):
 # cupy: one fused kernel per call, compiled on first use
 # --------------------------------------------------------------------------
 
-_CUDA_QUANTIZE = r"""
-extern "C" __global__
-void mxkv_quantize_%(name)s(const float* grad, float* residual, unsigned int* out,
-                            long long n, long long nwords, float t) {
-  // one thread per value; the %(per)d threads of a word OR their bits together
+#: The CUDA source of every GPU kernel. The element math (what one value
+#: becomes, where its bits go) is in small ``__device__`` functions that the
+#: kernels share; ``tests/test_compression_cuda_source.py`` compiles this very
+#: string with a C++ compiler and runs the kernels on the CPU (emulating the
+#: warp shuffles with threads) against the numpy path, and with NVRTC when
+#: it is installed, so the source is checked on machines without a GPU.
+CUDA_SOURCE = r"""
+// 2bit: v >= t sends +t (code 3), v <= -t sends -t (code 2), else 0 (code 0).
+__device__ __forceinline__ unsigned int mxkv_code_2bit(float* r, float g, float t) {
+  float v = *r + g;
+  unsigned int c = 0u;
+  if (v >= t) { c = 3u; v -= t; }
+  else if (v <= -t) { c = 2u; v += t; }
+  *r = v;
+  return c;
+}
+__device__ __forceinline__ int mxkv_shift_2bit(int j) {  // value j of a word: byte j/4
+  return 8 * (j >> 2) + 6 - 2 * (j & 3);
+}
+__device__ __forceinline__ float mxkv_value_2bit(unsigned int c, float t) {
+  return c == 3u ? t : (c == 2u ? -t : 0.0f);
+}
+
+// 1bit: v > t sends +1 (bit 1), else -1 (bit 0).
+__device__ __forceinline__ unsigned int mxkv_code_1bit(float* r, float g, float t) {
+  float v = *r + g;
+  unsigned int c = 0u;
+  if (v > t) { c = 1u; v -= 1.0f; }
+  else { v += 1.0f; }
+  *r = v;
+  return c;
+}
+__device__ __forceinline__ int mxkv_shift_1bit(int j) {  // value j of a word: byte j/8
+  return 8 * (j >> 3) + 7 - (j & 7);
+}
+__device__ __forceinline__ float mxkv_value_1bit(unsigned int c, float t) {
+  return c ? 1.0f : -1.0f;
+}
+
+template <int BITS>
+__device__ __forceinline__ unsigned int mxkv_code(float* r, float g, float t) {
+  return BITS == 2 ? mxkv_code_2bit(r, g, t) : mxkv_code_1bit(r, g, t);
+}
+template <int BITS>
+__device__ __forceinline__ int mxkv_shift(int j) {
+  return BITS == 2 ? mxkv_shift_2bit(j) : mxkv_shift_1bit(j);
+}
+template <int BITS>
+__device__ __forceinline__ float mxkv_value(unsigned int c, float t) {
+  return BITS == 2 ? mxkv_value_2bit(c, t) : mxkv_value_1bit(c, t);
+}
+
+// One thread per value (the grid covers every slot of every word); the
+// 32 / BITS threads of a word OR their bits together with warp shuffles.
+template <int BITS>
+__device__ __forceinline__ void mxkv_quantize(const float* grad, float* residual,
+                                              unsigned int* out, long long n,
+                                              long long nwords, float t) {
+  const int per = 32 / BITS;
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   unsigned int bits = 0u;
   if (i < n) {
-    float r = residual[i] + grad[i];
-    int j = (int)(i & %(mask)d);
-%(body)s
+    float r = residual[i];
+    unsigned int c = mxkv_code<BITS>(&r, grad[i], t);
+    bits = c << mxkv_shift<BITS>((int)(i & (per - 1)));
     residual[i] = r;
   }
-  for (int off = %(per)d / 2; off > 0; off >>= 1) {
+  for (int off = per / 2; off > 0; off >>= 1) {
     bits |= __shfl_xor_sync(0xffffffffu, bits, off);
   }
-  long long w = i / %(per)d;
-  if ((i & %(mask)d) == 0 && w < nwords) out[w] = bits;
+  long long w = i / per;
+  if ((i & (per - 1)) == 0 && w < nwords) out[w] = bits;
+}
+
+template <int BITS>
+__device__ __forceinline__ void mxkv_dequantize(const unsigned int* packed, float* out,
+                                                long long n, float t) {
+  const int per = 32 / BITS;
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    unsigned int w = packed[i / per];
+    unsigned int c = (w >> mxkv_shift<BITS>((int)(i & (per - 1)))) & ((1u << BITS) - 1u);
+    out[i] = mxkv_value<BITS>(c, t);
+  }
+}
+
+template <int BITS>
+__device__ __forceinline__ void mxkv_roundtrip(const float* grad, float* residual, float* out,
+                                               long long n, float t, int accumulate) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float r = residual[i];
+    float q = mxkv_value<BITS>(mxkv_code<BITS>(&r, grad[i], t), t);
+    residual[i] = r;
+    out[i] = accumulate ? out[i] + q : q;
+  }
+}
+
+extern "C" __global__ void mxkv_quantize_2bit(const float* g, float* r, unsigned int* o,
+                                              long long n, long long nw, float t) {
+  mxkv_quantize<2>(g, r, o, n, nw, t);
+}
+extern "C" __global__ void mxkv_quantize_1bit(const float* g, float* r, unsigned int* o,
+                                              long long n, long long nw, float t) {
+  mxkv_quantize<1>(g, r, o, n, nw, t);
+}
+extern "C" __global__ void mxkv_dequantize_2bit(const unsigned int* p, float* o, long long n,
+                                                float t) {
+  mxkv_dequantize<2>(p, o, n, t);
+}
+extern "C" __global__ void mxkv_dequantize_1bit(const unsigned int* p, float* o, long long n,
+                                                float t) {
+  mxkv_dequantize<1>(p, o, n, t);
+}
+extern "C" __global__ void mxkv_roundtrip_2bit(const float* g, float* r, float* o, long long n,
+                                               float t, int acc) {
+  mxkv_roundtrip<2>(g, r, o, n, t, acc);
+}
+extern "C" __global__ void mxkv_roundtrip_1bit(const float* g, float* r, float* o, long long n,
+                                               float t, int acc) {
+  mxkv_roundtrip<1>(g, r, o, n, t, acc);
 }
 """
 
-_BODY_2BIT = r"""
-    if (r >= t) { bits = 3u; r -= t; }
-    else if (r <= -t) { bits = 2u; r -= -t; }
-    bits <<= (8 * (j >> 2) + 6 - 2 * (j & 3));
-"""
+KERNEL_NAMES = ("mxkv_quantize_2bit", "mxkv_quantize_1bit", "mxkv_dequantize_2bit",
+                "mxkv_dequantize_1bit", "mxkv_roundtrip_2bit", "mxkv_roundtrip_1bit")
 
-_BODY_1BIT = r"""
-    if (r > t) { bits = 1u; r -= 1.0f; }
-    else { r += 1.0f; }
-    bits <<= (8 * (j >> 3) + 7 - (j & 7));
-"""
+#: Threads per block of every kernel (a multiple of the 32-thread warp).
+BLOCK = 256
 
 _CUPY_CACHE: dict = {}
 
 
+def launch_grid(threads: int) -> int:
+    """Blocks of :data:`BLOCK` threads covering ``threads`` threads."""
+    return (threads + BLOCK - 1) // BLOCK
+
+
+def quantize_threads(nwords: int, bits: int) -> int:
+    """Threads a quantize launch runs: every value slot of every word."""
+    return nwords * (32 // bits)
+
+
 def _cupy_kernels(cupy):
-    ks = _CUPY_CACHE.get("k")
-    if ks is not None:
-        return ks
-    ks = {
-        "q2": cupy.RawKernel(_CUDA_QUANTIZE % {"name": "2bit", "per": 16, "mask": 15,
-                                               "body": _BODY_2BIT}, "mxkv_quantize_2bit"),
-        "q1": cupy.RawKernel(_CUDA_QUANTIZE % {"name": "1bit", "per": 32, "mask": 31,
-                                               "body": _BODY_1BIT}, "mxkv_quantize_1bit"),
-        "d2": cupy.ElementwiseKernel(
-            "raw uint32 packed, float32 t", "float32 y",
-            "unsigned int w = packed[i >> 4]; int j = (int)(i & 15);"
-            "unsigned int c = (w >> (8 * (j >> 2) + 6 - 2 * (j & 3))) & 3u;"
-            "y = c == 3u ? t : (c == 2u ? -t : 0.0f);",
-            "mxkv_dequantize_2bit"),
-        "d1": cupy.ElementwiseKernel(
-            "raw uint32 packed", "float32 y",
-            "unsigned int w = packed[i >> 5]; int j = (int)(i & 31);"
-            "y = ((w >> (8 * (j >> 3) + 7 - (j & 7))) & 1u) ? 1.0f : -1.0f;",
-            "mxkv_dequantize_1bit"),
-        "r2": cupy.ElementwiseKernel(
-            "float32 g, float32 t, bool acc", "float32 r, float32 y",
-            "float v = r + g; float q = 0.0f;"
-            "if (v >= t) { q = t; v -= t; } else if (v <= -t) { q = -t; v -= -t; }"
-            "r = v; y = acc ? y + q : q;",
-            "mxkv_roundtrip_2bit"),
-        "r1": cupy.ElementwiseKernel(
-            "float32 g, float32 t, bool acc", "float32 r, float32 y",
-            "float v = r + g; float q;"
-            "if (v > t) { q = 1.0f; v -= 1.0f; } else { q = -1.0f; v += 1.0f; }"
-            "r = v; y = acc ? y + q : q;",
-            "mxkv_roundtrip_1bit"),
-    }
-    _CUPY_CACHE["k"] = ks
+    dev = cupy.cuda.Device().id
+    ks = _CUPY_CACHE.get(dev)
+    if ks is None:
+        module = cupy.RawModule(code=CUDA_SOURCE, options=("--std=c++11",))
+        ks = {name: module.get_function(name) for name in KERNEL_NAMES}
+        _CUPY_CACHE[dev] = ks
     return ks
 
 
-def _cupy_quantize(kernel, per, g, r, t, out_words):
-    n = g.size
-    nwords = out_words.size
-    threads = nwords * per
-    block = 256
-    grid = (threads + block - 1) // block
+def _run(xp, name, threads, args) -> None:
+    """Launch kernel ``name`` on the device of its first array argument."""
+    grid = launch_grid(threads)
     if grid:
-        kernel((grid,), (block,), (g, r, out_words, np.int64(n), np.int64(nwords), t))
+        with xp.cuda.Device(args[0].device.id):
+            _cupy_kernels(xp)[name]((grid,), (BLOCK,), args)
+
+
+def _cupy_quantize(xp, bits, g, r, t, out_words):
+    nwords = out_words.size
+    _run(xp, f"mxkv_quantize_{bits}bit", quantize_threads(nwords, bits),
+         (g, r, out_words, np.int64(g.size), np.int64(nwords), np.float32(t)))
+
+
+def _cupy_dequantize(xp, bits, packed_words, t, out):
+    _run(xp, f"mxkv_dequantize_{bits}bit", out.size,
+         (packed_words, out, np.int64(out.size), np.float32(t)))
+
+
+def _cupy_roundtrip(xp, bits, g, r, t, out, accumulate):
+    _run(xp, f"mxkv_roundtrip_{bits}bit", g.size,
+         (g, r, out, np.int64(g.size), np.float32(t), np.int32(bool(accumulate))))
 
 
 # --------------------------------------------------------------------------
@@ -301,8 +395,7 @@ def quantize_2bit(xp, grad, residual, threshold, packed) -> None:
     if xp is np:
         _np_quantize_2bit(grad, residual, threshold, packed.view(np.uint8))
     else:
-        _cupy_quantize(_cupy_kernels(xp)["q2"], 16, grad, residual, threshold,
-                       packed.view(xp.uint32))
+        _cupy_quantize(xp, 2, grad, residual, threshold, packed.view(xp.uint32))
 
 
 def dequantize_2bit(xp, packed, threshold, out) -> None:
@@ -310,7 +403,7 @@ def dequantize_2bit(xp, packed, threshold, out) -> None:
     if xp is np:
         _expand(_lut_2bit(threshold), packed.view(np.uint8), out)
     else:
-        _cupy_kernels(xp)["d2"](packed.view(xp.uint32), threshold, out)
+        _cupy_dequantize(xp, 2, packed.view(xp.uint32), threshold, out)
 
 
 def roundtrip_2bit(xp, grad, residual, threshold, out, accumulate=False) -> None:
@@ -318,7 +411,7 @@ def roundtrip_2bit(xp, grad, residual, threshold, out, accumulate=False) -> None
     if xp is np:
         _np_roundtrip_2bit(grad, residual, threshold, out, accumulate)
     else:
-        _cupy_kernels(xp)["r2"](grad, threshold, bool(accumulate), residual, out)
+        _cupy_roundtrip(xp, 2, grad, residual, threshold, out, accumulate)
 
 
 def quantize_1bit(xp, grad, residual, threshold, packed) -> None:
@@ -326,17 +419,15 @@ def quantize_1bit(xp, grad, residual, threshold, packed) -> None:
     if xp is np:
         _np_quantize_1bit(grad, residual, threshold, packed.view(np.uint8))
     else:
-        _cupy_quantize(_cupy_kernels(xp)["q1"], 32, grad, residual, threshold,
-                       packed.view(xp.uint32))
+        _cupy_quantize(xp, 1, grad, residual, threshold, packed.view(xp.uint32))
 
 
 def dequantize_1bit(xp, packed, threshold, out) -> None:
     """1bit twin of :func:`dequantize_2bit` (values are +1 and -1)."""
-    del threshold  # MXNet dequantizes 1bit to +-1 whatever the threshold
-    if xp is np:
+    if xp is np:  # MXNet dequantizes 1bit to +-1 whatever the threshold
         _expand(_lut_1bit(), packed.view(np.uint8), out)
     else:
-        _cupy_kernels(xp)["d1"](packed.view(xp.uint32), out)
+        _cupy_dequantize(xp, 1, packed.view(xp.uint32), threshold, out)
 
 
 def roundtrip_1bit(xp, grad, residual, threshold, out, accumulate=False) -> None:
@@ -344,4 +435,4 @@ def roundtrip_1bit(xp, grad, residual, threshold, out, accumulate=False) -> None
     if xp is np:
         _np_roundtrip_1bit(grad, residual, threshold, out, accumulate)
     else:
-        _cupy_kernels(xp)["r1"](grad, threshold, bool(accumulate), residual, out)
+        _cupy_roundtrip(xp, 1, grad, residual, threshold, out, accumulate)
