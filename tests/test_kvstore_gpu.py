@@ -1,12 +1,19 @@
-"""The local and device stores with values on a GPU (CuPy). Skipped, with
-the reason, where there is no GPU; the same algorithms run on simulated
-devices (cpu(i) contexts) in the other kvstore tests."""
+"""The local and device stores with values on a GPU: every test runs on
+simulated GPUs (numpy memory, always) and on CUDA GPUs through CuPy (skipped,
+with the reason, where there is none)."""
 import numpy as np
 import pytest
 
 import mxkv as mx
 
-pytestmark = pytest.mark.requires_gpu
+
+@pytest.fixture(autouse=True, params=["simulated",
+                                      pytest.param("cuda", marks=pytest.mark.requires_gpu)])
+def gpus(request, simulate_gpus):
+    if request.param == "simulated":
+        simulate_gpus(2)
+    return request.param
+
 
 SHAPE = (64, 33)
 

@@ -27,6 +27,7 @@ sums are exact, such as small integers).
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ...base import MXNetValueError, env
@@ -51,7 +52,7 @@ class TreePlan:
     def __init__(self, devs: Sequence[Context], alpha: float, backtrack: bool) -> None:
         self.devs: List[Context] = list(devs)
         self.weights = link_weights(links_for(self.devs))
-        self.trees: List[Tree] = compute_trees(self.weights, alpha, backtrack)
+        self.trees: List[Tree] = _trees(tuple(map(tuple, self.weights)), alpha, backtrack)
         self.depth = compute_depth(len(self.devs))
 
     def reduce_steps(self, root: int) -> Tuple[List[int], List[Tuple[int, int]]]:
@@ -69,6 +70,13 @@ class TreePlan:
         """The ``(src, dest)`` sends of tree ``root`` from the root down."""
         _, edges = self.reduce_steps(root)
         return [(d, s) for d, s in reversed(edges)]
+
+
+@functools.lru_cache(maxsize=64)
+def _trees(weights: Tuple[Tuple[float, ...], ...], alpha: float, backtrack: bool) -> List[Tree]:
+    """The trees for one link matrix, built once per process (building takes
+    up to a second or two in Python for 5 to 7 devices)."""
+    return compute_trees(weights, alpha, backtrack)
 
 
 def _rows(a: NDArray, lo: int, hi: int) -> NDArray:
