@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-python test-clojure tutorial clojure golden bench bench-quick bench-record lint clean
+.PHONY: all setup test test-python test-clojure tutorial clojure golden bench bench-quick bench-record gpu-check lint clean
 
 all: test
 
@@ -51,6 +51,11 @@ bench-quick: $(STAMP)
 # A full run whose results are recorded in benchmarks/results and docs/benchmarks.md.
 bench-record: $(STAMP)
 	bash benchmarks/run.sh full --record $(BENCH_ARGS)
+
+# On a machine with an NVIDIA GPU: real/virtual GPU tests and the bandwidth
+# benchmark, in its own .venv-gpu (docs/gpu.md).
+gpu-check:
+	bash tools/gpu-check.sh
 
 # Fails on any finding; CI runs it before the tests.
 lint: $(STAMP)
