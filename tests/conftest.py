@@ -12,7 +12,7 @@ import pytest
 from mxkv import context
 
 GPU_SKIP_REASON = ("needs a CUDA GPU and CuPy (pip install 'mxkv[gpu]'); the same algorithms "
-                   "run on simulated GPUs in tests/test_gpu_simulated*.py")
+                   "run on simulated GPUs in tests/test_gpu_*.py")
 
 requires_gpu = pytest.mark.requires_gpu
 
@@ -50,6 +50,21 @@ def simulate_gpus(monkeypatch):
             monkeypatch.delenv("MXKV_SIMULATE_TOPOLOGY", raising=False)
         else:
             monkeypatch.setenv("MXKV_SIMULATE_TOPOLOGY", topology)
+        context._reset_devices()
+        return [context.gpu(i) for i in range(n)]
+
+    yield make
+    monkeypatch.undo()
+    context._reset_devices()
+
+
+@pytest.fixture
+def virtual_gpus(monkeypatch):
+    """``virtual_gpus(n)``: ``n`` virtual GPUs on the one real GPU for the test
+    (``MXKV_VIRTUAL_GPUS``); use with ``requires_gpu``."""
+    def make(n):
+        monkeypatch.delenv("MXKV_SIMULATE_GPUS", raising=False)
+        monkeypatch.setenv("MXKV_VIRTUAL_GPUS", str(n))
         context._reset_devices()
         return [context.gpu(i) for i in range(n)]
 

@@ -151,17 +151,20 @@ def test_mixed_push_from_cpu_and_simulated_gpus_sums_as_mxnet(simulate_gpus):
     assert [o.asnumpy().tolist() for o in outs] == [[7, 7, 7]] * 2
 
 
+@pytest.mark.parametrize("mode", ["simulated",
+                                  pytest.param("virtual", marks=pytest.mark.requires_gpu)])
 @pytest.mark.parametrize("params", [{"type": "2bit", "threshold": 0.5},
                                     {"type": "1bit", "threshold": 0.0}])
-def test_compressed_push_on_simulated_gpus_equals_the_cpu_result(simulate_gpus, params):
-    """Quantized on each simulated GPU, packed words copied, dequantized on the
-    merge GPU: bit-identical to the fused host path on cpu contexts."""
+def test_compressed_push_on_gpus_equals_the_cpu_result(simulate_gpus, virtual_gpus, mode,
+                                                       params):
+    """Quantized on each GPU (numpy kernels on simulated GPUs, CUDA kernels on
+    virtual ones), packed words copied, dequantized on the merge GPU:
+    bit-identical to the fused host path on cpu contexts."""
     rng = np.random.default_rng(7)
     grads = [rng.standard_normal((33, 5)).astype(f32) for _ in range(3)]
+    devs = (simulate_gpus if mode == "simulated" else virtual_gpus)(3)
     results = []
-    for kind in ("gpu", "cpu"):
-        devs = simulate_gpus(3)
-        ctxs = devs if kind == "gpu" else [mx.cpu(i) for i in range(3)]
+    for ctxs in (devs, [mx.cpu(i) for i in range(3)]):
         kv = mx.kv.create("device")
         kv.set_gradient_compression(params)
         kv.init(0, mx.nd.zeros((33, 5)))
@@ -170,10 +173,11 @@ def test_compressed_push_on_simulated_gpus_equals_the_cpu_result(simulate_gpus, 
         out = mx.nd.zeros((33, 5))
         kv.pull(0, out=out)
         results.append(out.asnumpy())
-        if kind == "gpu":  # only packed words crossed between the simulated GPUs
+        if ctxs is devs:  # only packed words crossed between the GPUs
             moved = kv._comm.copier.bytes
             words = GradientCompression.create(params).packed_size(33 * 5)
-            assert moved["peer"] + moved["staged"] == 3 * 2 * words * 4
+            crossed = sum(moved[r] for r in ("peer", "staged", "device"))
+            assert crossed == 3 * 2 * words * 4
     assert np.array_equal(results[0], results[1])
 
 
