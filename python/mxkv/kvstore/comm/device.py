@@ -27,7 +27,7 @@ from ...context import Context
 from ...ndarray import NDArray
 from ...ndarray._util import device_scope
 from .base import Comm
-from .peer import Copier, same_memory
+from .peer import Copier
 
 __all__ = ["CommDevice"]
 
@@ -121,8 +121,11 @@ class CommDevice(Comm):
         """The sources' arrays, copied to the merge device where they are not
         already addressable there (host arrays are, on any host context)."""
         arrays = []
+        mctx = merge._ctx
+        m_host = not mctx.is_gpu
         for i, s in enumerate(srcs):
-            if same_memory(s.context, merge.context):
+            sctx = s._ctx
+            if (m_host and not sctx.is_gpu) or sctx == mctx:  # same_memory, inlined
                 arrays.append(s._array)
                 continue
             buf = self._slot(self._copy_buf, key, i, merge.context, merge.shape,
@@ -142,7 +145,7 @@ class CommDevice(Comm):
             return out
         merge = self._merge_buf(key, srcs)
         arrays = self._on_merge_device(key, srcs, merge)
-        if out is not None and _on_host(out.context) and _on_host(merge.context):
+        if out is not None and not out._ctx.is_gpu and not merge._ctx.is_gpu:
             self.reducer.sum_into(out._array, arrays)  # host devices: sum straight into out
             return out
         with device_scope(merge.context):
@@ -216,12 +219,12 @@ class CommDevice(Comm):
         """Copy ``src`` into every ``dst``: host outs straight from ``src``; GPU
         outs through one upload to a first device (the merge device when it
         is among them), then device-to-device copies from there."""
-        gpu = [d for d in dsts if d.context.is_gpu and not same_memory(d.context, src.context)]
+        sctx = src._ctx
+        gpu = [d for d in dsts if d._ctx.is_gpu and d._ctx != sctx]
         if not gpu:
             super().broadcast(key, src, dsts)
             return
-        rest = [d for d in dsts if not (d.context.is_gpu
-                                        and not same_memory(d.context, src.context))]
+        rest = [d for d in dsts if not d._ctx.is_gpu or d._ctx == sctx]
         if rest:
             super().broadcast(key, src, rest)
         merge_ctx = self._merge_ctx.get(key)
