@@ -25,6 +25,7 @@ with the same count, dtype and root). NCCL itself never runs there.
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -213,6 +214,9 @@ class CommNCCL(CommDevice):
         super().__init__()
         self.devs: Optional[List[Context]] = None
         self.collectives: Any = None
+        # One communicator, made once; its grouped calls issued by one thread
+        # at a time (NCCL communicators are not safe to drive concurrently).
+        self._lock = threading.RLock()
 
     # -- validation, before any change -------------------------------------------
     def validate_push(self, grouped: Dict[Any, list]) -> None:
@@ -243,6 +247,10 @@ class CommNCCL(CommDevice):
                     f"{where} (MXNet: NCCL KVStore supports only single set of devices)")
 
     def _communicator(self, srcs: List[NDArray]):
+        with self._lock:
+            return self._make_communicator(srcs)
+
+    def _make_communicator(self, srcs: List[NDArray]):
         if self.collectives is None:
             devs = sorted((s.context for s in srcs), key=lambda c: c.device_id)
             _check_ranks(devs)
@@ -262,7 +270,7 @@ class CommNCCL(CommDevice):
         merge = self._merge_buf(key, srcs)
         root = self.devs.index(merge.context)
         by_ctx = {s.context: s for s in srcs}
-        with coll.group():
+        with self._lock, coll.group():
             for rank, ctx in enumerate(self.devs):
                 coll.reduce(rank, by_ctx[ctx]._array,
                             merge._array if rank == root else None, root)
@@ -283,7 +291,7 @@ class CommNCCL(CommDevice):
         root = self.devs.index(root_ctx)
         self.copier.copy(by_ctx[root_ctx], src)
         coll = self.collectives
-        with coll.group():
+        with self._lock, coll.group():
             for rank, ctx in enumerate(self.devs):
                 coll.bcast(rank, by_ctx[ctx]._array, root)
 
