@@ -128,3 +128,34 @@ def test_real_nccl_store_sums_over_every_gpu():
     kv.pull(0, out=outs)
     for o in outs:
         assert np.all(o.asnumpy() == n * (n + 1) / 2)
+
+
+@pytest.mark.parametrize("name,usetree", [("nccl", "0"), ("device", "1")])
+def test_threads_pushing_different_keys_get_their_own_sums(simulate_gpus, monkeypatch, name,
+                                                           usetree):
+    import threading
+
+    monkeypatch.setenv("MXNET_KVSTORE_USETREE", usetree)
+    devs = simulate_gpus(4)
+    kv = mx.kv.create(name)
+    keys = list(range(16))
+    kv.init(keys, [mx.nd.zeros((50,))] * len(keys))
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(5):
+                kv.push(k, [mx.nd.ones((50,), ctx=d) * k for d in devs])
+        except Exception as exc:  # reported below, with the key
+            errors.append((k, exc))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in keys]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for k in keys:
+        out = mx.nd.zeros((50,))
+        kv.pull(k, out=out)
+        assert out.asnumpy().tolist() == [4 * k] * 50, k
