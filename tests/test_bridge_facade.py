@@ -88,8 +88,23 @@ def test_engine_errors_come_back_as_data(facade):
 
 
 def test_unknown_ops_and_handles_are_errors(facade):
-    assert err(facade.call("nope", "[]"))["type"] == "value-error"
+    e = err(facade.call("nope", "[]"))
+    assert e["type"] == "mxnet-error" and e["python_class"] == "mxkv.base.MXNetValueError"
     assert "unknown handle 999" in err(facade.call("nd.copy", "[999]"))["message"]
+
+
+def test_every_engine_error_has_one_type_and_its_class(facade):
+    # an MXNetError subclass, a bridge argument error, and a stray builtin
+    kv = ok(facade.call("kv.create", '["local"]'))[0]
+    unknown_opt = err(facade.call("kv.set_optimizer", json.dumps([kv, "nosuch", {}])))
+    assert unknown_opt["type"] == "mxnet-error"
+    assert unknown_opt["python_class"] == "mxkv.base.UnknownOptimizerError"
+    wrong_kind = err(facade.call("kv.push", json.dumps([create(facade)[0], ["a"], []])))
+    assert (wrong_kind["type"], wrong_kind["python_class"]) == ("mxnet-error",
+                                                                "mxkv.base.MXNetTypeError")
+    bad_json = err(facade.call("noop", "[not json"))
+    assert bad_json["type"] == "mxnet-error"
+    assert bad_json["python_class"] == "json.decoder.JSONDecodeError"
 
 
 def test_release_drops_objects(facade):
@@ -97,7 +112,7 @@ def test_release_drops_objects(facade):
     before = ok(facade.call("stats", "[]"))["handles"]
     ok(facade.call("release", json.dumps([hs])))
     assert ok(facade.call("stats", "[]"))["handles"] == before - 5
-    assert err(facade.call("nd.copy", json.dumps([hs[0]])))["type"] == "value-error"
+    assert "unknown handle" in err(facade.call("nd.copy", json.dumps([hs[0]])))["message"]
 
 
 def test_from_arena_copies_what_the_jvm_wrote(facade):
@@ -251,8 +266,10 @@ def test_growing_the_region_file_keeps_mapped_regions_valid(facade):
 
 def test_read_region_refuses_bad_offsets(facade):
     h = arange(facade, 4)
-    assert err(facade.call("nd.read_region", json.dumps([h, -PAGE])))["type"] == "value-error"
-    assert err(facade.call("nd.read_region", json.dumps([h, 2])))["type"] == "value-error"
+    assert err(facade.call("nd.read_region", json.dumps([h, -PAGE])))["python_class"] == \
+        "builtins.ValueError"
+    assert err(facade.call("nd.read_region", json.dumps([h, 2])))["python_class"] == \
+        "builtins.ValueError"
     assert "unknown handle" in err(facade.call("nd.read_region", json.dumps([12345, 0])))["message"]
 
 

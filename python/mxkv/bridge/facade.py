@@ -8,7 +8,8 @@ The JVM sees one method, ``call(op, args)``: ``op`` names an operation and
 ids to the NDArray and KVStore objects the JVM refers to), looks the handles
 up, calls the engine exactly as a Python user of MXNet 1.9 would, and
 answers ``"o"`` (done), ``"o" + JSON`` (a value) or ``"e" + JSON`` (an error
-map with ``type``, ``message``, ``python_class`` and ``traceback``).
+map with ``type`` (always ``mxnet-error``), ``message``, ``python_class`` and
+``traceback``).
 
 An array is described to the JVM by its *meta*: ``[id, shape, dtype,
 device_type, device_id, stype]``; the JVM caches it, so asking an array's
@@ -33,7 +34,7 @@ from typing import Any, Dict
 
 import numpy as np
 
-from ..base import env
+from ..base import MXNetTypeError, MXNetValueError, env
 from .arena import FOLLOW_SUPPORTED, HEADER, Arena
 from .kvstore_ops import KVStoreOps
 from .ndarray_ops import NDArrayOps
@@ -42,19 +43,9 @@ from .registry import dumps as _dumps
 
 __all__ = ["EngineFacade", "OPS"]
 
-_KEBAB = {"MXNetError": "mxnet-error"}
-
-
-def _kebab(name: str) -> str:
-    if name in _KEBAB:
-        return _KEBAB[name]
-    out = []
-    for i, c in enumerate(name):
-        if c.isupper() and i > 0 and (not name[i - 1].isupper()
-                                      or (i + 1 < len(name) and name[i + 1].islower())):
-            out.append("-")
-        out.append(c.lower())
-    return "".join(out)
+#: The one error type the JVM sees for anything the engine raises; the
+#: exception's class travels in ``python_class`` (e.g. mxkv.base.MXNetValueError).
+ENGINE_ERROR = "mxnet-error"
 
 
 class EngineFacade(NDArrayOps, KVStoreOps):
@@ -88,7 +79,7 @@ class EngineFacade(NDArrayOps, KVStoreOps):
         try:
             fn = OPS.get(name)
             if fn is None:
-                raise ValueError(f"unknown engine operation {name!r}")
+                raise MXNetValueError(f"unknown engine operation {name!r}")
             a = json.loads(args) if args else []
             with self._lock:
                 self.calls += 1
@@ -116,9 +107,12 @@ class EngineFacade(NDArrayOps, KVStoreOps):
 
     @staticmethod
     def error(exc: BaseException) -> dict:
+        """The error map the JVM turns into ex-info: every engine exception has
+        type ``mxnet-error`` (as clojure-mxnet's errors were all MXNetError);
+        ``python_class`` names the class, ``traceback`` the Python stack."""
         cls = type(exc)
         return {
-            "type": _kebab(cls.__name__),
+            "type": ENGINE_ERROR,
             "message": str(exc) if str(exc) else cls.__name__,
             "python_class": f"{cls.__module__}.{cls.__qualname__}",
             "traceback": "".join(traceback.format_exception(cls, exc, exc.__traceback__)),
@@ -134,19 +128,19 @@ class EngineFacade(NDArrayOps, KVStoreOps):
         try:
             return self._objects[h]
         except KeyError:
-            raise ValueError(f"unknown handle {h}: the object was disposed or belongs to "
-                             "another engine") from None
+            raise MXNetValueError(f"unknown handle {h}: the object was disposed or belongs "
+                                  "to another engine") from None
 
     def nd(self, h: int):
         obj = self.get(h)
         if not hasattr(obj, "shape") or not hasattr(obj, "context"):
-            raise TypeError(f"handle {h} is a {type(obj).__name__}, not an NDArray")
+            raise MXNetTypeError(f"handle {h} is a {type(obj).__name__}, not an NDArray")
         return obj
 
     def kv(self, h: int):
         obj = self.get(h)
         if not hasattr(obj, "push"):
-            raise TypeError(f"handle {h} is a {type(obj).__name__}, not a KVStore")
+            raise MXNetTypeError(f"handle {h} is a {type(obj).__name__}, not a KVStore")
         return obj
 
     def ctx(self, device_type: str, device_id: int):

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Dict, List
 
+from ..base import MXNetValueError
+
 __all__ = ["OPS", "op", "dumps", "group"]
 
 #: op name -> method of EngineFacade (or of one of its mixins)
@@ -27,7 +29,7 @@ def group(keys: List[Any], vals: List[Any]):
     grouped form: unique keys in first-seen order, each with one value or a
     list of values."""
     if len(keys) != len(vals):
-        raise ValueError(f"{len(keys)} keys but {len(vals)} values: give one key per value, "
+        raise MXNetValueError(f"{len(keys)} keys but {len(vals)} values: give one key per value, "
                          "or a single key for all of them")
     if len(set(keys)) == len(keys):
         return list(keys), list(vals)

@@ -17,12 +17,14 @@
    garbage-collected). No Clojure value shares memory with an engine array.
 
    Errors: an engine-side exception becomes `ex-info` with the engine's
-   message and `{:type <kebab-case Python class as keyword> :python-class ..
-   :traceback .. :op ..}`; a dead engine gives `:type :engine-dead`, a frozen
+   message and `{:type :mxnet-error :python-class .. :traceback .. :op ..}`
+   (the Python class in :python-class, its stack in :traceback), its stack
+   trace starting at the API's caller; a dead engine gives `:type :engine-dead`, a frozen
    one `:engine-timeout` after `MXKV_CALL_TIMEOUT_MS` (default 60000; 0 waits
    forever)."
   (:require [clojure.java.io :as io]
-            [clojure.string :as str])
+            [clojure.string :as str]
+            [org.apache.clojure-mxnet.util :as util])
   (:import (java.io File)
            (java.nio ByteBuffer)
            (java.util.concurrent Callable ExecutorService Executors ThreadFactory)
@@ -274,12 +276,12 @@
         ^String r (try
                     (.call e op args)
                     (catch Exception ex
-                      (throw (transport-error conn op ex))))]
+                      (throw (util/at-caller (transport-error conn op ex)))))]
     (if (nil? r)
-      (throw (transport-error conn op (IllegalStateException. "no answer")))
+      (throw (util/at-caller (transport-error conn op (IllegalStateException. "no answer"))))
       (case (.charAt r 0)
         \o (when (> (.length r) 1) (Json/parse r 1))
-        \e (throw (engine-error op (Json/parse r 1)))))))
+        \e (throw (util/at-caller (engine-error op (Json/parse r 1))))))))
 
 (defn call
   "Runs engine operation `op` with `args` (Clojure data sent as JSON)."
@@ -317,7 +319,7 @@
   "The engine id behind a handle; throws if it was disposed."
   ^long [^Handles$Handle h what]
   (when (.isReleased h)
-    (throw (ex-info (str "this " what " was disposed") {:type :disposed})))
+    (throw (util/at-caller (ex-info (str "this " what " was disposed") {:type :disposed}))))
   (.id h))
 
 ;;; ------------------------------------------------------------------ data plane

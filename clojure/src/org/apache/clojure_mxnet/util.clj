@@ -4,6 +4,42 @@
   (:require [clojure.spec.alpha :as s]
             [clojure.string :as string]))
 
+(def ^:private api-classes
+  "Class-name prefixes of the API's own frames: its namespaces' functions and
+   the bridge's Java classes."
+  (conj (mapv #(str "org.apache.clojure_mxnet." % "$")
+              ["base" "bridge" "context" "dtype" "kvstore" "kvstore_server" "lr_scheduler"
+               "ndarray" "optimizer" "resource_scope" "shape" "util"])
+        "org.apache.clojure_mxnet.bridge."))
+
+(defn- internal-frame? [^StackTraceElement f]
+  (let [c (.getClassName f)]
+    (boolean (or (some #(.startsWith c ^String %) api-classes)
+                 (.startsWith c "clojure.lang.")
+                 (.startsWith c "java.")
+                 (.startsWith c "jdk.")
+                 (.startsWith c "sun.")
+                 (.startsWith c "py4j.")))))
+
+(defn at-caller
+  "Returns `e` with the API's own frames removed from the top of its stack
+   trace, so that it points at the code that called the API (the REPL shows
+   that frame as the error's location); the full story of an engine error is
+   in its ex-data (:traceback)."
+  [^Throwable e]
+  (let [frames (.getStackTrace e)
+        kept (drop-while internal-frame? frames)]
+    (when (and (seq kept) (< (count kept) (alength frames)))
+      (.setStackTrace e (into-array StackTraceElement kept)))
+    e))
+
+(defn invalid!
+  "Throws ex-info with message `msg` and `data` plus `:type :invalid-argument`,
+   pointing at the API's caller."
+  ([msg] (invalid! msg {}))
+  ([msg data]
+   (throw (at-caller (ex-info msg (assoc data :type :invalid-argument))))))
+
 (defn validate!
   "Throws ex-info with `error-msg` (for example \"Invalid keys\") and the
    spec's explain-data, plus `:type :invalid-argument`, unless `value`
@@ -11,8 +47,7 @@
   [spec value error-msg]
   (when-not (s/valid? spec value)
     (s/explain spec value)
-    (throw (ex-info error-msg
-                    (assoc (s/explain-data spec value) :type :invalid-argument)))))
+    (invalid! error-msg (s/explain-data spec value))))
 
 (defn keyword->snake-case
   "Transforms a keyword `kw` into a snake-case string.

@@ -31,7 +31,8 @@
 
 (deftest unknown-operations-are-engine-errors
   (let [e (is (thrown? clojure.lang.ExceptionInfo (bridge/call (bridge/connection) "no.such.op" [])))]
-    (is (= :value-error (:type (ex-data e))))
+    (is (= :mxnet-error (:type (ex-data e))))
+    (is (= "mxkv.base.MXNetValueError" (:python-class (ex-data e))))
     (is (re-find #"unknown engine operation" (ex-message e)))))
 
 (deftest json-crosses-both-ways
@@ -134,3 +135,18 @@
       (is (not (bridge/alive? old)))
       (is (= :engine-dead (:type (ex-data (is (thrown? clojure.lang.ExceptionInfo (ndarray/->vec a)))))))
       (is (= [1.0 1.0] (ndarray/->vec (ndarray/ones [2])))))))
+
+(defn- top-frame ^String [^Throwable e]
+  (.getClassName ^StackTraceElement (first (.getStackTrace e))))
+
+(deftest errors-point-at-the-callers-frame
+  (let [kv (kvstore/create)]
+    (kvstore/init kv "3" (ndarray/ones [2]))
+    (doseq [[what f] [["engine error" #(kvstore/init kv "3" (ndarray/ones [2]))]
+                      ["spec failure" #(binding [*out* (java.io.StringWriter.)]
+                                         (kvstore/push kv [:k] [(ndarray/ones [2])]))]
+                      ["disposed" #(let [a (ndarray/ones [1])] (ndarray/dispose a) (ndarray/->vec a))]]]
+      (let [e (try (f) nil (catch clojure.lang.ExceptionInfo e e))]
+        (is (some? e) what)
+        (is (re-find #"^org\.apache\.clojure_mxnet\.bridge_test\$" (top-frame e)) what)
+        (is (not (re-find #"Traceback" (ex-message e))) what)))))
