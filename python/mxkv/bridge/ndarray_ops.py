@@ -4,8 +4,13 @@ the scratch arena, ``nd.read_region`` into a region of the region file the
 JVM allocated, ``nd.from_arena`` copies out of the scratch arena)."""
 from __future__ import annotations
 
+import base64
+import operator
+
 import numpy as np
 
+from ..base import MXNetIndexError, MXNetValueError
+from . import nd_bytes, nd_operators
 from .arena import HEADER
 from .registry import op
 
@@ -30,7 +35,7 @@ class NDArrayOps:
         elif kind == "full":
             arr = nd.full(shape, value, ctx=ctx, dtype=dtype)
         else:
-            raise ValueError(f"unknown array kind {kind!r}")
+            raise MXNetValueError(f"unknown array kind {kind!r}")
         return self.meta(arr)
 
     @op("nd.arange")
@@ -63,6 +68,10 @@ class NDArrayOps:
             count = src.size - start
         part = src[start:start + count]
         target = src.dtype if dtype == "raw" else dtype
+        if np.dtype(target) == np.int32 and part.dtype.kind == "f":
+            # as the JVM converts (Float.toInt): truncate, saturate, NaN -> 0
+            info = np.iinfo(np.int32)
+            part = np.clip(np.nan_to_num(part.astype(np.float64), nan=0.0), info.min, info.max)
         nbytes = self.arena.copy_in(part, target, follow=bool(follow))
         return [HEADER, nbytes, self.arena.path, self.arena.size]
 
@@ -81,37 +90,108 @@ class NDArrayOps:
         return [nbytes, self.regions.path, self.regions.size]
 
     _BINOPS = {
-        "+": lambda a, b: a + b, "-": lambda a, b: a - b,
-        "*": lambda a, b: a * b, "/": lambda a, b: a / b,
+        "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+        "%": operator.mod, "**": operator.pow,
+        "==": operator.eq, "!=": operator.ne, ">": operator.gt, ">=": operator.ge,
+        "<": operator.lt, "<=": operator.le,
     }
+    _INPLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul,
+                "/=": operator.itruediv}
 
-    @op("nd.binop")
-    def _nd_binop(self, name, h, other, other_is_handle):
-        a = self.nd(h)
-        b = self.nd(other) if other_is_handle else other
-        if name.endswith("="):
-            base = name[:-1]
-            if base == "+":
-                a += b
-            elif base == "-":
-                a -= b
-            elif base == "*":
-                a *= b
-            elif base == "/":
-                a /= b
-            else:
-                raise ValueError(f"unknown operator {name!r}")
-            return None
+    def _binary_fn(self, name):
+        if name in ("maximum", "minimum"):
+            return getattr(self.mx.nd, name)
         fn = self._BINOPS.get(name)
         if fn is None:
-            raise ValueError(f"unknown operator {name!r}")
-        return self.meta(fn(a, b))
+            raise MXNetValueError(f"unknown operator {name!r}; known: "
+                                  f"{', '.join([*self._BINOPS, 'maximum', 'minimum'])} "
+                                  f"and {', '.join(self._INPLACE)}, %=, **=")
+        return fn
+
+    @op("nd.binop")
+    def _nd_binop(self, name, h, other, other_is_handle, reverse=False):
+        """``a <name> other`` (``other <name> a`` with ``reverse``), where other is
+        an array handle or a number: a new array, or None for an in-place
+        name ending in ``=`` (the result is written into ``a``)."""
+        a = self.nd(h)
+        b = self.nd(other) if other_is_handle else other
+        if name in self._INPLACE:
+            self._INPLACE[name](a, b)  # in place in the engine's buffer
+            return None
+        if name in ("%=", "**="):
+            res = self._binary_fn(name[:-1])(a, b)
+            a[:] = res
+            return None
+        fn = self._binary_fn(name)
+        return self.meta(fn(b, a) if reverse else fn(a, b))
+
+    @op("nd.invoke")
+    def _nd_invoke(self, name, hs, positional=(), kwargs=None):
+        """Operator ``name`` (see nd_operators.OPERATORS) on arrays ``hs`` with
+        parameters by position and by name: a new array."""
+        arrays = [self.nd(h) for h in hs]
+        return self.meta(nd_operators.invoke(self.mx, name, arrays, positional or (), kwargs))
+
+    @op("nd.onehot_encode")
+    def _nd_onehot_encode(self, indices, out):
+        nd_operators.onehot_encode(self.mx, self.nd(indices), self.nd(out))
+
+    @op("nd.set_value")
+    def _nd_set_value(self, h, value):
+        self.nd(h)[:] = value
+
+    @op("nd.set_from_arena")
+    def _nd_set_from_arena(self, h, src_dtype, count):
+        """Fill array ``h`` from ``count`` values the JVM wrote into the arena."""
+        a = self.nd(h)
+        size = int(np.prod(a.shape, dtype=np.int64))
+        if int(count) != size:
+            raise MXNetValueError(f"set: {count} values for an array of {size} elements "
+                                  f"(shape {tuple(a.shape)})")
+        view = self.arena.view_in(src_dtype, tuple(a.shape))
+        try:
+            a[:] = view  # copies (converting to the array's dtype)
+        finally:
+            del view
+
+    @op("nd.at")
+    def _nd_at(self, h, idx):
+        """Row ``idx`` of the first axis, sharing memory (MXNet's NDArray::At):
+        the shape drops the first axis, except a 1-d array's row is shape (1,)."""
+        a = self.nd(h)
+        n = a.shape[0] if len(a.shape) else 0
+        if not 0 <= idx < n:
+            raise MXNetIndexError(f"at: index {idx} is out of range for an array of shape "
+                                  f"{tuple(a.shape)}")
+        row = a[idx:idx + 1]
+        return self.meta(row.reshape(tuple(a.shape[1:])) if len(a.shape) > 1 else row)
+
+    @op("nd.copyto_ctx")
+    def _nd_copyto_ctx(self, h, dev_type, dev_id):
+        """A new array on the context, holding a copy (always a copy)."""
+        return self.meta(self.nd(h).copyto(self.ctx(dev_type, dev_id)))
+
+    @op("nd.serialize")
+    def _nd_serialize(self, h):
+        return base64.b64encode(nd_bytes.dumps(self.nd(h))).decode("ascii")
+
+    @op("nd.deserialize")
+    def _nd_deserialize(self, text):
+        return self.meta(nd_bytes.loads(self.mx, base64.b64decode(text)))
+
+    @op("nd.wait_to_read")
+    def _nd_wait_to_read(self, h):
+        self.nd(h).wait_to_read()
+
+    @op("nd.waitall")
+    def _nd_waitall(self):
+        self.mx.nd.waitall()
 
     @op("nd.slice")
     def _nd_slice(self, h, start, stop):
         a = self.nd(h)
         if not 0 <= start < stop <= a.shape[0]:
-            raise IndexError(f"slice [{start}, {stop}) is out of range for an array of "
+            raise MXNetIndexError(f"slice [{start}, {stop}) is out of range for an array of "
                              f"shape {tuple(a.shape)}")
         return self.meta(a[start:stop])
 
@@ -155,10 +235,13 @@ class NDArrayOps:
 
     @op("nd.equal")
     def _nd_equal(self, h1, h2):
+        """clojure-mxnet's NDArray equality: the same shape and the same
+        elements read as float32 (whatever the dtypes; NaN equals nothing)."""
         a, b = self.nd(h1), self.nd(h2)
-        if tuple(a.shape) != tuple(b.shape) or np.dtype(a.dtype) != np.dtype(b.dtype):
+        if tuple(a.shape) != tuple(b.shape):
             return False
-        return bool(np.array_equal(self.host(a), self.host(b)))
+        return bool(np.array_equal(self.host(a).astype(np.float32, copy=False),
+                                   self.host(b).astype(np.float32, copy=False)))
 
     @op("nd.save")
     def _nd_save(self, fname, names, hs):

@@ -17,7 +17,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .io import load, save
+from .io import load, load_frombuffer, save
 from .ndarray import NDArray
 from .ops import (
     ElementWiseSum,
@@ -61,6 +61,7 @@ __all__ = [
     "full",
     "io",
     "load",
+    "load_frombuffer",
     "maximum",
     "minimum",
     "ndarray",

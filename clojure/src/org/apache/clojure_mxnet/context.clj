@@ -15,18 +15,24 @@
 (defmethod print-method Context [c ^java.io.Writer w]
   (.write w (str "#<Context " c ">")))
 
+(defn- context [device-type device-id]
+  (when-not (and (integer? device-id) (not (neg? device-id)))
+    (throw (ex-info (str "a device id is a non-negative integer, got " (pr-str device-id))
+                    {:type :invalid-argument :device-type device-type :device-id device-id})))
+  (Context. device-type (long device-id)))
+
 (defn cpu
-  "The CPU context `device-id` (default 0); ids name separate devices for
-   the kvstore's reduction, as in MXNet."
+  "The CPU context `device-id` (an int, default 0); ids name separate
+   devices for the kvstore's reduction, as in MXNet."
   ([device-id]
-   (Context. "cpu" (long device-id)))
+   (context "cpu" device-id))
   ([]
    (cpu 0)))
 
 (defn gpu
-  "The GPU context `device-id` (default 0)."
+  "The GPU context `device-id` (an int, default 0)."
   ([device-id]
-   (Context. "gpu" (long device-id)))
+   (context "gpu" device-id))
   ([]
    (gpu 0)))
 
@@ -46,6 +52,6 @@
   (.-deviceType context))
 
 (defn device-id
-  "The device's number."
+  "The device's number, an int (as clojure-mxnet's)."
   [^Context context]
-  (.-deviceId context))
+  (int (.-deviceId context)))

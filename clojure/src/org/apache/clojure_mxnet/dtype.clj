@@ -1,17 +1,45 @@
 (ns org.apache.clojure-mxnet.dtype
-  "Element types of NDArrays, as keywords named like numpy's dtypes.
-   Wherever a dtype is expected, a keyword, string or symbol works.")
+  "Element types of NDArrays. A DType is a value named like numpy's dtype:
+   `(str dtype/FLOAT32)` and `(name dtype/FLOAT32)` are \"float32\", and
+   `(ndarray/dtype a)` equals the constant of its type. Wherever a dtype is
+   expected, a DType, keyword, string or symbol works (`:float32`,
+   \"float32\", 'Float32)."
+  (:import (clojure.lang Named)))
 
-(def UINT8 :uint8)
-(def INT8 :int8)
-(def INT32 :int32)
-(def INT64 :int64)
-(def FLOAT16 :float16)
-(def FLOAT32 :float32)
-(def FLOAT64 :float64)
+(set! *warn-on-reflection* true)
+
+(deftype DType [^String nm]
+  Named
+  (getName [_] nm)
+  (getNamespace [_] nil)
+  Object
+  (equals [_ o] (and (instance? DType o) (= nm (.-nm ^DType o))))
+  (hashCode [_] (.hashCode nm))
+  (toString [_] nm))
+
+(defmethod print-method DType [d ^java.io.Writer w]
+  (.write w (str "#<DType " d ">")))
+
+(def UINT8 "8-bit unsigned integers." (DType. "uint8"))
+(def INT8 "8-bit signed integers (an mxkv addition)." (DType. "int8"))
+(def INT32 "32-bit signed integers." (DType. "int32"))
+(def INT64 "64-bit signed integers (an mxkv addition)." (DType. "int64"))
+(def FLOAT16 "Half-precision floats." (DType. "float16"))
+(def FLOAT32 "Single-precision floats, the default." (DType. "float32"))
+(def FLOAT64 "Double-precision floats." (DType. "float64"))
+
+(def ^:private known
+  (into {} (map (juxt str identity)) [UINT8 INT8 INT32 INT64 FLOAT16 FLOAT32 FLOAT64]))
 
 (defn ->dtype
-  "Normalises a dtype given as keyword, string or symbol (\"float32\",
-   :Float32, 'int32) to its keyword."
+  "The DType for `d`: a DType, or a keyword, string or symbol naming one in
+   any case (:float32, \"Int32\", 'uint8). Throws ex-info
+   `{:type :invalid-argument}` naming the known types for anything else."
   [d]
-  (keyword (.toLowerCase ^String (name d))))
+  (if (instance? DType d)
+    d
+    (or (when (or (keyword? d) (string? d) (symbol? d))
+          (known (.toLowerCase ^String (name d))))
+        (throw (ex-info (str "unknown dtype " (pr-str d) "; expected one of "
+                             (clojure.string/join ", " (sort (keys known))))
+                        {:type :invalid-argument :dtype d})))))

@@ -3,11 +3,22 @@
 
    An NDArray here is a handle to an array living in the Python engine, with
    its shape, dtype and context cached on the JVM (asking them costs nothing).
-   Arithmetic runs in the engine. `->vec` and its siblings COPY the contents
-   out (through shared memory); `array` and `->ndarray` COPY them in. The
-   engine's array is freed when the NDArray is garbage-collected or
-   `dispose`d."
-  (:refer-clojure :exclude [* - + > >= < <= / cast concat flatten identity load max
+   Every call is synchronous: it returns once the engine has done the work,
+   so `wait-to-read` and `waitall` have nothing to wait for on a CPU.
+   Operators run in the engine and return new arrays (`+=` and the other
+   `...=` functions write into their first argument). `->vec` and its
+   siblings COPY the contents out (through shared memory); `array`, `set`
+   and `->ndarray` COPY them in; `slice`, `at` and `reshape` share memory
+   with their source.
+
+   Disposal is optional: the engine's array is freed when the NDArray is
+   garbage-collected, or at once by `dispose`, `dispose-deps` or a closing
+   `org.apache.clojure-mxnet.resource-scope`.
+
+   This file holds the NDArray type, creation, conversions, copies, files
+   and lifetimes; the operators are in ndarray_operators.clj (same
+   namespace)."
+  (:refer-clojure :exclude [* - + > >= < <= / abs cast concat flatten identity load max
                             min repeat reverse set sort take to-array empty shuffle
                             ref])
   (:require [clojure.spec.alpha :as s]
@@ -15,26 +26,37 @@
             [org.apache.clojure-mxnet.bridge :as bridge]
             [org.apache.clojure-mxnet.context :as mx-context]
             [org.apache.clojure-mxnet.dtype :as dtype]
+            [org.apache.clojure-mxnet.resource-scope :as resource-scope]
             [org.apache.clojure-mxnet.shape :as mx-shape]
             [org.apache.clojure-mxnet.util :as util])
-  (:import (org.apache.clojure_mxnet.bridge Handles$Handle)
+  (:import (java.lang.ref WeakReference)
+           (java.util Base64 IdentityHashMap)
+           (org.apache.clojure_mxnet.bridge Handles$Handle)
            (org.apache.clojure_mxnet.context Context)))
 
 (set! *warn-on-reflection* true)
 
-(deftype NDArray [conn ^Handles$Handle handle shape dtype ctx stype]
+;;; ------------------------------------------------------------------ the type
+
+;; `deps` holds this array's dependency node: {:direct {id WeakReference}
+;; :from [node ...]}, the arrays an operator read to make this one and the
+;; nodes of those arrays at that moment (see `dependencies`).
+(deftype NDArray [conn ^Handles$Handle handle shape dtype ctx stype deps]
   Object
   (equals [this o]
+    ;; clojure-mxnet's NDArray equality: same shape, same elements read as
+    ;; float32 (compared in the engine; no contents cross to the JVM).
     (or (identical? this o)
         (and (instance? NDArray o)
              (= shape (.-shape ^NDArray o))
-             (= dtype (.-dtype ^NDArray o))
+             (identical? conn (.-conn ^NDArray o))
+             (not (.isReleased handle))
+             (not (.isReleased ^Handles$Handle (.-handle ^NDArray o)))
              (boolean (bridge/call conn "nd.equal"
-                                   [(bridge/handle-id handle "NDArray")
-                                    (bridge/handle-id (.-handle ^NDArray o) "NDArray")])))))
-  (hashCode [_] (hash [shape dtype]))
+                                   [(.id handle) (.id ^Handles$Handle (.-handle ^NDArray o))])))))
+  (hashCode [_] (hash shape))
   (toString [_]
-    (str "NDArray " shape " " (name dtype) " " ctx
+    (str "NDArray " shape " " dtype " " ctx
          (when-not (= "default" stype) (str " " stype))
          (when (.isReleased handle) " disposed"))))
 
@@ -54,38 +76,127 @@
 (s/def ::number number?)
 (s/def ::num-or-ndarray (s/or :number number? :ndarray ::ndarray))
 
-(defn- hid ^long [^NDArray a]
-  (bridge/handle-id (.-handle a) "NDArray"))
+(defn- check-ndarray [x what]
+  (when-not (instance? NDArray x)
+    (util/invalid! (str what " must be an NDArray, got " (if (nil? x) "nil" (.getName (class x))))
+                   {:value x})))
+
+(defn- hid
+  "The engine id of NDArray `a`; ex-info :invalid-argument for a non-array,
+   :disposed for a disposed one."
+  ^long [a]
+  (check-ndarray a "the array")
+  (bridge/handle-id (.-handle ^NDArray a) "NDArray"))
 
 (defn wrap
-  "The NDArray for an engine result `meta`: [id shape dtype dev-type dev-id stype]."
+  "The NDArray for an engine result `meta`: [id shape dtype dev-type dev-id stype].
+   It belongs to this thread's open resource scope, if any."
   [conn [h shape dt dev-type dev-id stype]]
-  (bridge/tracked conn h
-                  (fn [handle]
-                    (NDArray. conn handle (vec shape) (keyword dt)
-                              (mx-context/->Context dev-type (long dev-id))
-                              (or stype "default")))))
+  (let [a (bridge/tracked conn h
+                          (fn [handle]
+                            (NDArray. conn handle (mapv int shape) (dtype/->dtype dt)
+                                      (mx-context/->Context dev-type (long dev-id))
+                                      (or stype "default")
+                                      (atom {:direct {} :from []}))))]
+    (resource-scope/track! a (.-handle ^NDArray a))))
 
-(defn- conn-of [^NDArray a] (.-conn a))
+(defn- conn-of [a]
+  (check-ndarray a "the array")
+  (.-conn ^NDArray a))
 
 (defn- ctx-args [^Context ctx]
   [(mx-context/device-type ctx) (mx-context/device-id ctx)])
 
-(defn- dtype-name [d] (name (dtype/->dtype d)))
+(defn- dtype-name [d] (str (dtype/->dtype d)))
+
+(defn- dims
+  "The dimensions of `shape-vec` (a vector of non-negative ints or a Shape)."
+  [shape-vec]
+  (if (instance? org.apache.clojure_mxnet.shape.Shape shape-vec)
+    (mx-shape/->vec shape-vec)
+    (do (util/validate! ::shape-vec shape-vec "Invalid shape")
+        (mapv long shape-vec))))
 
 (defn- create [kind shape-vec ctx dt value]
-  (util/validate! ::shape-vec (mx-shape/->vec shape-vec) "Invalid shape")
   (util/validate! ::ctx ctx "Invalid context")
-  (let [conn (bridge/connection)]
+  (let [shape (dims shape-vec)
+        conn (bridge/connection)]
     (wrap conn (bridge/call conn "nd.create"
-                            (into [kind (mx-shape/->vec shape-vec)]
+                            (into [kind shape]
                                   (clojure.core/concat (ctx-args ctx) [(dtype-name dt) value]))))))
+
+;;; ------------------------------------------------------------------ dependencies
+
+(defn- record-deps!
+  "Notes that operator result `out` was made from arrays `ins` (as
+   clojure-mxnet did): each input and, transitively, what it came from."
+  [^NDArray out ins]
+  (let [ins (filter ndarray? ins)]
+    (when (seq ins)
+      (reset! (.-deps out)
+              {:direct (into {} (map (fn [^NDArray a] [(.id ^Handles$Handle (.-handle a)) (WeakReference. a)]))
+                             ins)
+               :from (mapv (fn [^NDArray a] @(.-deps a)) ins)})))
+  out)
+
+(defn dependencies
+  "The arrays an operator read to make `ndarray`, and what those were made
+   from, transitively: a map from engine handle id to a
+   java.lang.ref.WeakReference of the array (cleared once it is collected).
+   Arrays from creation functions, copies and views have none."
+  [ndarray]
+  (check-ndarray ndarray "the array")
+  (let [seen (IdentityHashMap.)]
+    (loop [todo [@(.-deps ^NDArray ndarray)] acc {}]
+      (if-let [node (peek todo)]
+        (if (.containsKey seen node)
+          (recur (pop todo) acc)
+          (do (.put seen node true)
+              (recur (into (pop todo) (:from node)) (merge acc (:direct node)))))
+        acc))))
+
+(defn dispose
+  "Releases the engine's array now (the GC would, later). Using it
+   afterwards throws ex-info {:type :disposed}. Arrays it was made from are
+   not disposed (see `dispose-deps`)."
+  [ndarray]
+  (check-ndarray ndarray "the array")
+  (.dispose ^Handles$Handle (.-handle ^NDArray ndarray))
+  nil)
+
+(defn dispose-deps-except
+  "Disposes the arrays `ndarray` was made from (see `dependencies`), except
+   `ndarrays` and what they were made from; forgets the disposed ones and
+   returns `ndarray`.
+   Ex: (dispose-deps-except (+ (* a b) c) a b) disposes c and a*b."
+  [ndarray & ndarrays]
+  (check-ndarray ndarray "the array")
+  (doseq [a ndarrays] (check-ndarray a "an array to keep"))
+  (let [excepts (into #{} (mapcat (fn [^NDArray a]
+                                    (cons (.id ^Handles$Handle (.-handle a)) (keys (dependencies a)))))
+                      ndarrays)
+        deps (dependencies ndarray)
+        kept (into {} (filter (fn [[id _]] (contains? excepts id))) deps)]
+    (doseq [[id ^WeakReference r] deps
+            :when (not (contains? excepts id))
+            :let [a (.get r)]
+            :when a]
+      (dispose a))
+    (reset! (.-deps ^NDArray ndarray) {:direct kept :from []})
+    ndarray))
+
+(defn dispose-deps
+  "Disposes every array `ndarray` was made from (see `dependencies`), which
+   keeps only its own memory; returns `ndarray`.
+   Ex: (dispose-deps (+ (* a b) c)) disposes a, b, c and a*b."
+  [ndarray]
+  (dispose-deps-except ndarray))
 
 ;;; ------------------------------------------------------------------ creation
 
 (defn empty
   "Create an empty uninitialized new NDArray, with specified shape.
-   opts: {:ctx context, :dtype dtype}"
+   shape-vec: dimensions, e.g. [2 3]. opts: {:ctx context, :dtype dtype}"
   ([shape-vec {:keys [ctx dtype]
                :or {ctx (mx-context/default-context) dtype base/MX_REAL_TYPE}}]
    (create "empty" shape-vec ctx dtype nil))
@@ -94,7 +205,7 @@
 
 (defn zeros
   "Create a new NDArray filled with 0, with specified shape.
-   opts: {:ctx context, :dtype dtype}"
+   shape-vec: dimensions, e.g. [2 3]. opts: {:ctx context, :dtype dtype}"
   ([shape-vec {:keys [ctx dtype]
                :or {ctx (mx-context/default-context) dtype base/MX_REAL_TYPE}}]
    (create "zeros" shape-vec ctx dtype nil))
@@ -103,7 +214,7 @@
 
 (defn ones
   "Create a new NDArray filled with 1, with specified shape.
-   opts: {:ctx context, :dtype dtype}"
+   shape-vec: dimensions, e.g. [2 3]. opts: {:ctx context, :dtype dtype}"
   ([shape-vec {:keys [ctx dtype]
                :or {ctx (mx-context/default-context) dtype base/MX_REAL_TYPE}}]
    (create "ones" shape-vec ctx dtype nil))
@@ -111,7 +222,7 @@
    (ones shape-vec {})))
 
 (defn full
-  "Create a new NDArray filled with given value, with specified shape.
+  "Create a new NDArray filled with `value` (a number), with specified shape.
    opts: {:ctx context, :dtype dtype}"
   ([shape-vec value {:keys [ctx dtype]
                      :or {ctx (mx-context/default-context) dtype base/MX_REAL_TYPE}}]
@@ -120,19 +231,30 @@
   ([shape-vec value]
    (full shape-vec value {})))
 
+(defn- float-data
+  "`source` (a float[], or a sequential collection of numbers) as a float[]."
+  ^floats [source what]
+  (cond
+    (instance? (Class/forName "[F") source) source
+    (or (sequential? source) (instance? (Class/forName "[D") source)) (float-array source)
+    :else (util/invalid! (str what " must be a vector of numbers or a float array, got "
+                              (if (nil? source) "nil" (.getName (class source))))
+                         {:value source})))
+
 (defn array
   "Create a new NDArray that COPIES content from source vector, with the
-   given shape. opts: {:ctx context, :dtype dtype}"
+   given shape.
+   source-vec: numbers (a vector or float array); shape-vec: e.g. [2 3].
+   opts: {:ctx context, :dtype dtype}"
   ([source-vec shape-vec {:keys [ctx dtype]
                           :or {ctx (mx-context/default-context) dtype base/MX_REAL_TYPE}}]
-   (util/validate! ::shape-vec (mx-shape/->vec shape-vec) "Invalid shape")
    (util/validate! ::ctx ctx "Invalid context")
-   (let [^floats data (if (instance? (Class/forName "[F") source-vec) source-vec (float-array source-vec))
-         shape (mx-shape/->vec shape-vec)]
-     (when-not (== (alength data) (mx-shape/product shape))
-       (throw (ex-info (str "source has " (alength data) " elements but shape " shape " needs "
-                            (mx-shape/product shape))
-                       {:type :invalid-argument :shape shape :count (alength data)})))
+   (let [shape (dims shape-vec)
+         data (float-data source-vec "the source")]
+     (when-not (== (alength data) (long (reduce clojure.core/* 1 shape)))
+       (util/invalid! (str "source has " (alength data) " elements but shape " shape " needs "
+                           (reduce clojure.core/* 1 shape))
+                      {:shape shape :count (alength data)}))
      (let [conn (bridge/connection)]
        (wrap conn (bridge/write-floats conn data "nd.from_arena"
                                        (into ["float32" shape] (conj (ctx-args ctx) (dtype-name dtype))))))))
@@ -159,6 +281,7 @@
     `nd-vec`: n-dimensional vector with numbers.
     `opts-map` {
        `ctx`: Context of the output ndarray, will use default context if unspecified.
+       `dtype`: its element type (mxkv addition), float32 if unspecified.
     }
     returns: `ndarray` with the given values and matching the shape of the input vector.
    Ex:
@@ -176,115 +299,90 @@
 ;;; ------------------------------------------------------------------ properties
 
 (defn shape
-  "The array's Shape (see org.apache.clojure-mxnet.shape)."
-  [^NDArray ndarray]
-  (mx-shape/->shape (.-shape ndarray)))
+  "The array's Shape (see org.apache.clojure-mxnet.shape), e.g. (2,3)."
+  [ndarray]
+  (check-ndarray ndarray "the array")
+  (mx-shape/->shape (.-shape ^NDArray ndarray)))
 
 (defn shape-vec
-  "The array's dimensions as a vector, e.g. [2 3]."
-  [^NDArray ndarray]
-  (.-shape ndarray))
+  "The array's dimensions as a vector of ints, e.g. [2 3]."
+  [ndarray]
+  (check-ndarray ndarray "the array")
+  (.-shape ^NDArray ndarray))
+
+(defn- element-count ^long [^NDArray a]
+  (long (reduce clojure.core/* 1 (.-shape a))))
 
 (defn size
-  "Number of elements."
-  [^NDArray ndarray]
-  (reduce clojure.core/* 1 (.-shape ndarray)))
+  "Number of elements of an NDArray (an int). Given the map `dependencies`
+   returns, the number of arrays in it (clojure-mxnet's size called the
+   size method of whatever it was given)."
+  [ndarray]
+  (if (instance? NDArray ndarray)
+    (let [n (element-count ndarray)]
+      (if (clojure.core/<= n Integer/MAX_VALUE) (int n) n))
+    (int (count ndarray))))
 
 (defn context
-  "The Context the array lives in."
-  [^NDArray ndarray]
-  (.-ctx ndarray))
+  "The Context the array lives in, e.g. cpu(0)."
+  [ndarray]
+  (check-ndarray ndarray "the array")
+  (.-ctx ^NDArray ndarray))
 
 (defn dtype
-  "The element type, e.g. :float32 (see org.apache.clojure-mxnet.dtype)."
-  [^NDArray ndarray]
-  (.-dtype ndarray))
+  "The element type: a DType (see org.apache.clojure-mxnet.dtype), equal to
+   dtype/FLOAT32 and so on; (str (dtype a)) is e.g. \"float32\"."
+  [ndarray]
+  (check-ndarray ndarray "the array")
+  (.-dtype ^NDArray ndarray))
 
 (defn stype
   "Storage type: \"default\" (dense) or \"row_sparse\"."
-  [^NDArray ndarray]
-  (.-stype ndarray))
+  [ndarray]
+  (check-ndarray ndarray "the array")
+  (.-stype ^NDArray ndarray))
 
 (defn handle
-  "The engine's id for this array."
-  [^NDArray ndarray]
+  "The engine's id for this array (a long), the key of `dependencies`."
+  [ndarray]
   (hid ndarray))
 
 (defn is-disposed
-  "True once the array was disposed."
-  [^NDArray ndarray]
-  (.isReleased ^Handles$Handle (.-handle ndarray)))
+  "True once the array was disposed (by `dispose`, `dispose-deps` or a
+   resource scope)."
+  [ndarray]
+  (check-ndarray ndarray "the array")
+  (.isReleased ^Handles$Handle (.-handle ^NDArray ndarray)))
 
-(defn dispose
-  "Release the engine's array now (the GC would, later).
-   The object shall never be used after it is disposed."
-  [^NDArray ndarray]
-  (.dispose ^Handles$Handle (.-handle ndarray))
+(defn wait-to-read
+  "Returns once pending writes to the array are done. Calls are synchronous
+   in mxkv, so this waits only for GPU work queued on the array's device."
+  [ndarray]
+  (bridge/call (conn-of ndarray) "nd.wait_to_read" [(hid ndarray)])
   nil)
 
-;;; ------------------------------------------------------------------ arithmetic
-
-(defn- binop [op ^NDArray ndarray other]
-  (util/validate! ::ndarray ndarray "Invalid ndarray")
-  (util/validate! ::num-or-ndarray other "Invalid operand")
-  (let [conn (conn-of ndarray)
-        args (if (ndarray? other)
-               [op (hid ndarray) (hid other) true]
-               [op (hid ndarray) other false])
-        r (bridge/call conn "nd.binop" args)]
-    (if r (wrap conn r) ndarray)))
-
-(defn +
-  "Element-wise sum of an NDArray and a number or NDArray: a new NDArray."
-  [ndarray num-or-ndarray]
-  (binop "+" ndarray num-or-ndarray))
-
-(defn -
-  "Element-wise difference: a new NDArray."
-  [ndarray num-or-ndarray]
-  (binop "-" ndarray num-or-ndarray))
-
-(defn *
-  "Element-wise product: a new NDArray."
-  [ndarray num-or-ndarray]
-  (binop "*" ndarray num-or-ndarray))
-
-(defn div
-  "Element-wise quotient: a new NDArray."
-  [ndarray num-or-ndarray]
-  (binop "/" ndarray num-or-ndarray))
-
-(defn /
-  "Element-wise quotient: a new NDArray (same as div)."
-  [ndarray num-or-ndarray]
-  (div ndarray num-or-ndarray))
-
-(defn +=
-  "Adds in place; returns `ndarray`."
-  [ndarray num-or-ndarray]
-  (binop "+=" ndarray num-or-ndarray))
-
-(defn -=
-  "Subtracts in place; returns `ndarray`."
-  [ndarray num-or-ndarray]
-  (binop "-=" ndarray num-or-ndarray))
-
-(defn *=
-  "Multiplies in place; returns `ndarray`."
-  [ndarray num-or-ndarray]
-  (binop "*=" ndarray num-or-ndarray))
-
-(defn div=
-  "Divides in place; returns `ndarray`."
-  [ndarray num-or-ndarray]
-  (binop "/=" ndarray num-or-ndarray))
+(defn waitall
+  "Returns once all pending work of the engine is done (GPU streams; CPU
+   work is already done when each call returns)."
+  []
+  (bridge/call (bridge/connection) "nd.waitall" [])
+  nil)
 
 ;;; ------------------------------------------------------------------ contents out (copies)
 
 (defn to-array
   "COPIES the contents into a new float[] (converted to float32)."
-  ^floats [^NDArray ndarray]
-  (bridge/read-floats (conn-of ndarray) (hid ndarray) (size ndarray)))
+  ^floats [ndarray]
+  (bridge/read-floats (conn-of ndarray) (hid ndarray) (element-count ndarray)))
+
+(defn to-scalar
+  "The one element of a shape-[1] array, as a float. Throws ex-info
+   \"The current array is not a scalar\" for any other shape."
+  [ndarray]
+  (let [id (hid ndarray)]
+    (when-not (= [1] (.-shape ^NDArray ndarray))
+      (util/invalid! "The current array is not a scalar" {:shape (.-shape ^NDArray ndarray)}))
+    (aget ^floats (bridge/read-floats (conn-of ndarray) id 1) 0)))
 
 (defn ->vec
   "Converts a nd-array to a vector (one dimensional) of floats.
@@ -292,32 +390,34 @@
    the vector); no element is boxed until read."
   [ndarray]
   (util/validate! ::ndarray ndarray "Invalid input array")
-  (bridge/read-vec (conn-of ndarray) (hid ndarray) (size ndarray)))
+  (bridge/read-vec (conn-of ndarray) (hid ndarray) (element-count ndarray)))
 
 (defn ->float-vec
-  "The contents as a vector of floats (a copy)."
+  "The contents as a vector of floats (a copy); same as `->vec`."
   [ndarray]
   (->vec ndarray))
 
 (defn ->double-vec
   "The contents as a vector of doubles (a copy)."
-  [^NDArray ndarray]
-  (vec (bridge/read-array (conn-of ndarray) (hid ndarray) (size ndarray) :double)))
+  [ndarray]
+  (vec (bridge/read-array (conn-of ndarray) (hid ndarray) (element-count ndarray) :double)))
 
 (defn ->int-vec
-  "The contents as a vector of ints (a copy; fractions truncated)."
-  [^NDArray ndarray]
-  (vec (bridge/read-array (conn-of ndarray) (hid ndarray) (size ndarray) :int)))
+  "The contents as a vector of ints (a copy): floats are truncated toward
+   zero, saturated at the int range, NaN gives 0 (as the JVM converts)."
+  [ndarray]
+  (vec (bridge/read-array (conn-of ndarray) (hid ndarray) (element-count ndarray) :int)))
 
 (defn ->raw
-  "The contents' bytes in the array's own dtype, native byte order (a copy)."
-  ^bytes [^NDArray ndarray]
-  (bridge/read-array (conn-of ndarray) (hid ndarray) (size ndarray) :raw))
+  "The contents' bytes in the array's own dtype, little-endian (a copy)."
+  ^bytes [ndarray]
+  (bridge/read-array (conn-of ndarray) (hid ndarray) (element-count ndarray) :raw))
 
 (defn ->byte-vec
-  "The contents as a vector of bytes (a copy; converted through int32)."
+  "The contents as a vector of bytes (a copy): each element's low 8 bits
+   after conversion to int, so uint8 200 is the byte -56, as clojure-mxnet."
   [ndarray]
-  (mapv byte (->int-vec ndarray)))
+  (mapv unchecked-byte (->int-vec ndarray)))
 
 (s/def ::shape-vec-match-vec
   (fn [[v vec-shape]] (= (count v) (reduce clojure.core/* 1 vec-shape))))
@@ -353,12 +453,47 @@
   (util/validate! ::ndarray ndarray "Invalid input array")
   (vec->nd-vec (->vec ndarray) (shape-vec ndarray)))
 
+(defn serialize
+  "The array (dense or row_sparse) as bytes in MXNet's own layout (what
+   MXNet's MXNDArraySaveRawBytes writes): dtype, shape, context and data.
+   A copy; `deserialize` reads it back."
+  ^bytes [ndarray]
+  (let [^String text (bridge/call (conn-of ndarray) "nd.serialize" [(hid ndarray)])]
+    (.decode (Base64/getDecoder) text)))
+
+(defn deserialize
+  "A new NDArray from the bytes `serialize` (or MXNet) wrote, on the context
+   it was saved from."
+  [byte-array]
+  (when-not (bytes? byte-array)
+    (util/invalid! "deserialize takes a byte array (from serialize)" {:value byte-array}))
+  (let [conn (bridge/connection)]
+    (wrap conn (bridge/call conn "nd.deserialize"
+                            [(.encodeToString (Base64/getEncoder) ^bytes byte-array)]))))
+
+;;; ------------------------------------------------------------------ contents in (copies)
+
+(defn set
+  "Writes into `ndarray` and returns it: a number fills every element; an
+   NDArray's contents are copied in (same shape); a vector of numbers (or a
+   float array) of exactly its size is copied in, in row-major order."
+  [ndarray ndarray-or-num-or-vec]
+  (let [id (hid ndarray)
+        conn (conn-of ndarray)
+        v ndarray-or-num-or-vec]
+    (cond
+      (number? v) (bridge/call conn "nd.set_value" [id v])
+      (ndarray? v) (bridge/call conn "nd.copyto" [(hid v) id])
+      :else (let [data (float-data v "the values")]
+              (bridge/write-floats conn data "nd.set_from_arena" [id "float32" (alength data)])))
+    ndarray))
+
 ;;; ------------------------------------------------------------------ new arrays from arrays
 
-(defn- unary [op ^NDArray ndarray & args]
-  (util/validate! ::ndarray ndarray "Invalid ndarray")
-  (let [conn (conn-of ndarray)]
-    (wrap conn (bridge/call conn op (into [(hid ndarray)] args)))))
+(defn- unary [op ndarray & args]
+  (let [id (hid ndarray)
+        conn (conn-of ndarray)]
+    (wrap conn (bridge/call conn op (into [id] args)))))
 
 (defn slice
   "Return a sliced NDArray that shares memory with current one:
@@ -368,11 +503,23 @@
   ([ndarray start stop]
    (unary "nd.slice" ndarray (long start) (long stop))))
 
+(defn at
+  "Row `num` of the first axis, sharing memory with `ndarray`: shape [2 3]
+   gives shape [3] (a 1-d array gives shape [1])."
+  [ndarray num]
+  (unary "nd.at" ndarray (long num)))
+
+(s/def ::reshape-dims (s/coll-of int? :kind sequential?))
+
 (defn reshape
-  "A reshaped NDArray (shares memory when the engine can) with the given
-   shape (a vector or Shape)."
+  "A reshaped NDArray (sharing memory with `ndarray`) with the given shape:
+   a vector of dims or a Shape; one dim may be -1 (inferred)."
   [ndarray shape-vec-or-shape]
-  (unary "nd.reshape" ndarray (mx-shape/->vec shape-vec-or-shape)))
+  (unary "nd.reshape" ndarray
+         (if (instance? org.apache.clojure_mxnet.shape.Shape shape-vec-or-shape)
+           (mx-shape/->vec shape-vec-or-shape)
+           (do (util/validate! ::reshape-dims shape-vec-or-shape "Invalid shape")
+               (vec shape-vec-or-shape)))))
 
 (defn copy
   "A copy of the array, in the same context."
@@ -380,24 +527,29 @@
   (unary "nd.copy" ndarray))
 
 (defn copy-to
-  "Copy the content of current array to other (an NDArray); returns other."
-  [source-ndarray target-ndarray]
-  (util/validate! ::ndarray source-ndarray "Invalid ndarray")
-  (util/validate! ::ndarray target-ndarray "Invalid target ndarray")
-  (bridge/call (conn-of source-ndarray) "nd.copyto" [(hid source-ndarray) (hid target-ndarray)])
-  target-ndarray)
+  "Copies the contents of `source-ndarray` into `target` and returns the
+   result: an NDArray target of the same shape is written into and
+   returned; a Context target gives a new array there (always a copy)."
+  [source-ndarray target]
+  (if (instance? Context target)
+    (apply unary "nd.copyto_ctx" source-ndarray (ctx-args target))
+    (let [src (hid source-ndarray)]
+      (check-ndarray target "the target (an NDArray or a Context)")
+      (bridge/call (conn-of source-ndarray) "nd.copyto" [src (hid target)])
+      target)))
 
 (defn as-in-context
   "Return an `NDArray` that lives in the target context. If the array
    is already in that context, `self` is returned. Otherwise, a copy is made."
-  [^NDArray ndarray ctx]
+  [ndarray ctx]
   (util/validate! ::ctx ctx "Invalid context")
-  (if (= ctx (.-ctx ndarray))
+  (if (= ctx (context ndarray))
     ndarray
     (apply unary "nd.as_in_context" ndarray (ctx-args ctx))))
 
 (defn as-type
-  "Return a copied array of current array with specified type."
+  "Return a copied array of current array with specified type (a DType,
+   keyword or string)."
   [ndarray dtype]
   (unary "nd.astype" ndarray (dtype-name dtype)))
 
@@ -407,26 +559,29 @@
   (unary "nd.tostype" ndarray (name stype)))
 
 (defn concatenate
-  "Joins arrays along an axis (0 when no options are given, as clojure-mxnet).
-   opts: {:axis 1, :always-copy true}"
+  "Joins arrays along an axis: 0 without options (as clojure-mxnet), else
+   opts {:axis 1 (the default with options), :always-copy true}."
   ([ndarrays {:keys [axis always-copy] :or {axis 1 always-copy true}}]
    (util/validate! (s/coll-of ::ndarray :kind sequential? :min-count 1) ndarrays "Invalid ndarrays")
-   (let [conn (conn-of (first ndarrays))]
-     (wrap conn (bridge/call conn "nd.concat" [(mapv hid ndarrays) (long axis)]))))
+   (if (and (not always-copy) (= 1 (count ndarrays)))
+     (first ndarrays)
+     (let [conn (conn-of (first ndarrays))]
+       (wrap conn (bridge/call conn "nd.concat" [(mapv hid ndarrays) (long axis)])))))
   ([ndarrays]
    (concatenate ndarrays {:axis 0})))
 
 ;;; ------------------------------------------------------------------ files
 
 (defn save
-  "Save a map of name -> NDArray (or a vector of NDArrays) to a file in
-   MXNet's format."
+  "Save a map of name -> NDArray (or a vector of NDArrays) to file `fname`.
+   A local path only (no s3:// or hdfs://)."
   [fname map-of-name-to-ndarray]
   (let [m map-of-name-to-ndarray
         names (when (map? m) (mapv name (keys m)))
         arrays (if (map? m) (vals m) m)
-        conn (conn-of (first arrays))]
-    (bridge/call conn "nd.save" [fname names (mapv hid arrays)])
+        ids (mapv hid arrays)
+        conn (if (seq arrays) (conn-of (first arrays)) (bridge/connection))]
+    (bridge/call conn "nd.save" [fname names ids])
     nil))
 
 (defn- load* [filename]
@@ -435,7 +590,8 @@
     [names (mapv #(wrap conn %) arrays)]))
 
 (defn load
-  "Takes a filename and returns back a map of ndarray-name to ndarray"
+  "Takes a filename and returns back a map of ndarray-name to ndarray
+   (names \"0\", \"1\" ... for a file saved from a vector)."
   [filename]
   (let [[names ndarrays] (load* filename)]
     (into {} (map (fn [n a] [(str n) a]) (or names (map str (range))) ndarrays))))
@@ -449,3 +605,7 @@
   "Load one ndarry from a file"
   [fname]
   (first (second (load* fname))))
+
+;;; ------------------------------------------------------------------ operators
+
+(clojure.core/load "ndarray_operators")

@@ -1,6 +1,6 @@
 (ns org.apache.clojure-mxnet.shape
   "Array shapes: a Shape value prints as (2,3) and equals another Shape with
-   the same dimensions."
+   the same dimensions. Dimensions are ints, as clojure-mxnet's were."
   (:refer-clojure :exclude [vector]))
 
 (set! *warn-on-reflection* true)
@@ -15,21 +15,22 @@
   (.write w (str "#<Shape " s ">")))
 
 (defn ->shape
-  "A Shape from a vector of dimensions, e.g. (->shape [2 3])."
+  "A Shape from a vector of dimensions, e.g. (->shape [2 3]); a Shape is
+   returned as it is."
   [v]
-  (if (instance? Shape v) v (Shape. (mapv long v))))
+  (if (instance? Shape v) v (Shape. (mapv int v))))
 
 (defn ->vec
-  "The dimensions of a Shape as a vector."
+  "The dimensions of a Shape as a vector of ints, e.g. [2 3]."
   [shape-obj]
-  (if (instance? Shape shape-obj) (.-dims ^Shape shape-obj) (vec shape-obj)))
+  (if (instance? Shape shape-obj) (.-dims ^Shape shape-obj) (mapv int shape-obj)))
 
 (defn length
-  "Number of dimensions."
+  "Number of dimensions of a Shape (an int)."
   [shape-obj]
-  (count (->vec shape-obj)))
+  (int (count (->vec shape-obj))))
 
 (defn product
-  "Number of elements."
+  "Number of elements of a Shape: the product of its dimensions (an int)."
   [shape]
-  (reduce * 1 (->vec shape)))
+  (int (reduce * 1 (->vec shape))))

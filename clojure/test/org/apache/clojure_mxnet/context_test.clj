@@ -19,3 +19,10 @@
   (is (= 1 (count (set [(context/cpu 2) (context/cpu 2)]))))
   (is (= "#<Context cpu(2)>" (pr-str (context/cpu 2))))
   (is (= "gpu(0)" (str (context/gpu)))))
+
+(deftest device-ids-are-ints-and-checked
+  (is (instance? Integer (context/device-id (context/cpu 2))))
+  (doseq [bad [-1 "0" 1.5 nil]]
+    (let [e (is (thrown? clojure.lang.ExceptionInfo (context/cpu bad)))]
+      (is (= :invalid-argument (:type (ex-data e))))
+      (is (re-find #"non-negative integer" (ex-message e))))))

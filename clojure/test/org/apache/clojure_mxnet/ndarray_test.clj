@@ -197,16 +197,16 @@
   (let [a (ndarray/empty [2 2] {:ctx (ctx/cpu 1) :dtype :float64})]
     (is (= [2 2] (ndarray/shape-vec a)))
     (is (= (ctx/cpu 1) (ndarray/context a)))
-    (is (= :float64 (ndarray/dtype a)))))
+    (is (= dtype/FLOAT64 (ndarray/dtype a)))))
 
 (deftest creation-honours-ctx-and-dtype
   (let [z (zeros [2] {:ctx (ctx/cpu 2) :dtype dtype/INT32})
         f (full [2] 7 {:dtype "float64"})
         a (ndarray/array [1 2] [2] {:ctx (ctx/cpu 1) :dtype :int32})]
-    (is (= [(ctx/cpu 2) :int32] [(ndarray/context z) (ndarray/dtype z)]))
-    (is (= :float64 (ndarray/dtype f)))
+    (is (= [(ctx/cpu 2) dtype/INT32] [(ndarray/context z) (ndarray/dtype z)]))
+    (is (= dtype/FLOAT64 (ndarray/dtype f)))
     (is (= [7.0 7.0] (->vec f)))
-    (is (= [(ctx/cpu 1) :int32 [1 2]] [(ndarray/context a) (ndarray/dtype a) (ndarray/->int-vec a)]))))
+    (is (= [(ctx/cpu 1) dtype/INT32 [1 2]] [(ndarray/context a) (ndarray/dtype a) (ndarray/->int-vec a)]))))
 
 (deftest array-checks-the-element-count
   (is (thrown-with-msg? clojure.lang.ExceptionInfo #"source has 3 elements"
@@ -248,7 +248,7 @@
 
 (deftest as-type-converts
   (let [a (ndarray/as-type (ndarray/array [1.7 2.2] [2]) dtype/INT32)]
-    (is (= :int32 (ndarray/dtype a)))
+    (is (= dtype/INT32 (ndarray/dtype a)))
     (is (= [1 2] (ndarray/->int-vec a)))))
 
 (deftest arithmetic-operands-are-validated

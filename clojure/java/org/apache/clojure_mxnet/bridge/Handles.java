@@ -2,7 +2,9 @@ package org.apache.clojure_mxnet.bridge;
 
 import java.lang.ref.Cleaner;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -94,6 +96,29 @@ public final class Handles {
     /** {@link #handle} and {@link Handle#attach} in one step. */
     public Handle track(Object owner, long id) {
         return handle(id).attach(owner);
+    }
+
+    /**
+     * Releases many handles now, with one engine call per engine (a resource
+     * scope closing): as {@link Handle#dispose} on each, but batched. The
+     * engines have dropped the objects when this returns.
+     */
+    public static void disposeAll(Iterable<Handle> handles) {
+        Map<Handles, List<Long>> byOwner = new IdentityHashMap<>();
+        for (Handle h : handles) {
+            if (h.done.compareAndSet(false, true)) {
+                byOwner.computeIfAbsent(h.owner, o -> new ArrayList<>()).add(h.id);
+            }
+            Cleaner.Cleanable c = h.cleanable;
+            if (c != null) {
+                c.clean();
+            }
+        }
+        for (Map.Entry<Handles, List<Long>> e : byOwner.entrySet()) {
+            synchronized (e.getKey()) {
+                e.getKey().send(e.getValue());
+            }
+        }
     }
 
     /** Ids released so far (sent to the engine). */
