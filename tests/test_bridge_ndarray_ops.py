@@ -1,8 +1,8 @@
 """The engine operations behind the Clojure API's NDArray and optimizer
 functions, without a JVM: operators by MXNet's name (replayed against
 results recorded from real MXNet 1.9.1 in tests/golden/bridge_ndarray.json,
-see tools/golden_bridge_ndarray.py), serialized bytes in MXNet's layout and
-in-place writes."""
+see tools/golden_bridge_ndarray.py), serialized bytes in MXNet's layout,
+in-place writes, and optimizers updated by hand as the store updates them."""
 from __future__ import annotations
 
 import base64
@@ -201,3 +201,50 @@ def test_serialize_round_trips_through_the_facade(facade):
         "message"]
     assert "not a serialized NDArray" in err(call(facade, "nd.deserialize", "AAAAAAAAAAA="))[
         "message"]
+
+
+@pytest.mark.parametrize("name,params", [
+    ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01}),
+    ("adam", {"learning_rate": 0.05}),
+    ("rmsprop", {"learning_rate": 0.01, "centered": True}),
+    ("adagrad", {"learning_rate": 0.1}),
+    ("sgd", {"learning_rate": 0.1, "lr_scheduler": {"type": "factor", "step": 1,
+                                                     "factor": 0.5}}),
+])
+def test_optimizer_by_hand_updates_as_the_store_does(facade, name, params):
+    w0 = np.array([[1.0, -2.0], [0.5, 3.0]], dtype=np.float32)
+    grads = [np.array([[0.1, 0.2], [-0.3, 0.4]], dtype=np.float32) * (k + 1) for k in range(3)]
+    # by hand: create_state once, then update per gradient
+    opt = ok(call(facade, "opt.create", name, params))
+    w = put(facade, w0)
+    state = ok(call(facade, "opt.create_state", opt, 0, w))
+
+    def ids(s):  # the state as the JVM sends it back: handles, not metas
+        if s is None:
+            return None
+        if "list" in s:
+            return {"list": [ids(x) for x in s["list"]]}
+        return {"nd": s["nd"][0]}
+
+    for g in grads:
+        ok(call(facade, "opt.update", opt, 0, w, put(facade, g), ids(state)))
+    # the store: the same optimizer set, the same gradients pushed
+    kv = ok(call(facade, "kv.create", "local"))[0]
+    ok(call(facade, "kv.init", kv, [0], [put(facade, w0)]))
+    ok(call(facade, "kv.set_optimizer", kv, name, params))
+    for g in grads:
+        ok(call(facade, "kv.push", kv, [0], [put(facade, g)]))
+    out = put(facade, np.zeros_like(w0))
+    ok(call(facade, "kv.pull", kv, [0], [out]))
+    np.testing.assert_array_equal(host(facade, w), host(facade, out))
+    assert not np.array_equal(host(facade, w), w0)
+
+
+def test_optimizer_handles_are_checked(facade):
+    w = put(facade, [1.0])
+    assert "not an optimizer" in err(call(facade, "opt.update", w, 0, w, w, None))["message"]
+    opt = ok(call(facade, "opt.create", "sgd", {}))
+    assert "not an optimizer state" in err(call(facade, "opt.update", opt, 0, w, w,
+                                                {"x": 1}))["message"]
+    e = err(call(facade, "opt.create", "nosuch", {}))
+    assert e["python_class"] == "mxkv.base.UnknownOptimizerError"

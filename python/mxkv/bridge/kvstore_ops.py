@@ -1,11 +1,13 @@
-"""KVStore and KVStoreServer operations of the Engine facade. A key
-repeated over several values (one per device) is grouped into MXNet's
-``key -> [values]`` form before the store sees it."""
+"""KVStore, KVStoreServer and optimizer operations of the Engine facade. A
+key repeated over several values (one per device) is grouped into MXNet's
+``key -> [values]`` form before the store sees it. Optimizers are built the
+same way for a store (``kv.set_optimizer``) and by hand (``opt.*``)."""
 from __future__ import annotations
 
 import importlib
 import os
 
+from ..base import MXNetTypeError, MXNetValueError
 from .registry import group as _group
 from .registry import op
 
@@ -13,7 +15,8 @@ __all__ = ["KVStoreOps"]
 
 
 class KVStoreOps:
-    """Mixin of EngineFacade: needs ``mx``, ``backend``, ``put``, ``kv``, ``nd``."""
+    """Mixin of EngineFacade: needs ``mx``, ``backend``, ``put``, ``get``, ``kv``, ``nd``,
+    ``meta``."""
 
     @op("kv.create")
     def _kv_create(self, name="local"):
@@ -50,7 +53,7 @@ class KVStoreOps:
             return None
         oks, os_ = _group(out_keys, self._arrays(outs))
         if oks != ks:
-            raise ValueError(f"pushpull: the keys of the outputs {oks} differ from the keys "
+            raise MXNetValueError(f"pushpull: the keys of the outputs {oks} differ from the keys "
                              f"of the values {ks}")
         kv.pushpull(ks, vs, out=os_, priority=priority)
 
@@ -60,7 +63,7 @@ class KVStoreOps:
         ks, vs = _group(keys, self._arrays(vals))
         oks, os_ = _group(out_keys, self._arrays(outs))
         if oks != ks:
-            raise ValueError(f"broadcast: the keys of the outputs {oks} differ from the keys "
+            raise MXNetValueError(f"broadcast: the keys of the outputs {oks} differ from the keys "
                              f"of the values {ks}")
         kv.broadcast(ks, vs, out=os_, priority=priority)
 
@@ -70,7 +73,7 @@ class KVStoreOps:
         outs = self._arrays(outs)
         ids = self._arrays(row_ids)
         if len(ids) != len(outs):
-            raise ValueError(f"row_sparse_pull: {len(outs)} outputs but {len(ids)} row_ids")
+            raise MXNetValueError(f"row_sparse_pull: {len(outs)} outputs but {len(ids)} row_ids")
         # Dense outputs are filled through row_sparse temporaries.
         targets, dense = [], []
         for o in outs:
@@ -92,6 +95,10 @@ class KVStoreOps:
 
     @op("kv.set_optimizer")
     def _kv_set_optimizer(self, h, name, params):
+        self.kv(h).set_optimizer(self._optimizer(name, params))
+
+    def _optimizer(self, name, params):
+        """``mx.optimizer.create(name, **params)``, the schedule (a map) built first."""
         params = dict(params or {})
         sched = params.pop("lr_scheduler", None)
         if sched is not None:
@@ -100,7 +107,7 @@ class KVStoreOps:
             if "learning_rate" in params:
                 sched.setdefault("base_lr", params["learning_rate"])
             params["lr_scheduler"] = self._lr_scheduler(sched)
-        self.kv(h).set_optimizer(self.mx.optimizer.create(name, **params))
+        return self.mx.optimizer.create(name, **params)
 
     def _lr_scheduler(self, spec):
         spec = dict(spec)
@@ -108,8 +115,55 @@ class KVStoreOps:
         classes = {"factor": "FactorScheduler", "multifactor": "MultiFactorScheduler",
                    "poly": "PolyScheduler", "cosine": "CosineScheduler"}
         if kind not in classes:
-            raise ValueError(f"unknown lr scheduler {kind!r}; expected one of {sorted(classes)}")
+            raise MXNetValueError(f"unknown lr scheduler {kind!r}; expected one of "
+                                  f"{sorted(classes)}")
         return getattr(self.mx.lr_scheduler, classes[kind])(**spec)
+
+    # ------------------------------------------------------------ optimizers by hand
+    @op("opt.create")
+    def _opt_create(self, name, params):
+        """An optimizer object in the handle table, for create_state/update."""
+        return self.put(self._optimizer(name, params))
+
+    def _optimizer_at(self, h):
+        obj = self.get(h)
+        if not hasattr(obj, "update_multi_precision"):
+            raise MXNetTypeError(f"handle {h} is a {type(obj).__name__}, not an optimizer")
+        return obj
+
+    def _state_out(self, state):
+        """An optimizer state for the JVM: null, {"nd": meta} or {"list": [...]}."""
+        if state is None:
+            return None
+        if isinstance(state, (list, tuple)):
+            return {"list": [self._state_out(s) for s in state]}
+        if hasattr(state, "shape") and hasattr(state, "context"):
+            return {"nd": self.meta(state)}
+        raise MXNetTypeError(f"optimizer state of type {type(state).__name__} cannot be "
+                             "handed to the JVM")
+
+    def _state_in(self, spec):
+        if spec is None:
+            return None
+        if isinstance(spec, dict) and "list" in spec:
+            return tuple(self._state_in(s) for s in spec["list"])
+        if isinstance(spec, dict) and "nd" in spec:
+            return self.nd(spec["nd"])
+        raise MXNetValueError(f"not an optimizer state: {spec!r}")
+
+    @op("opt.create_state")
+    def _opt_create_state(self, h, index, weight):
+        """The state (momentum, moments ...) the optimizer keeps for ``weight``,
+        created as the store's updater creates it."""
+        return self._state_out(
+            self._optimizer_at(h).create_state_multi_precision(int(index), self.nd(weight)))
+
+    @op("opt.update")
+    def _opt_update(self, h, index, weight, grad, state):
+        """One update of ``weight`` (and ``state``) in place, as the store's updater
+        applies it."""
+        self._optimizer_at(h).update_multi_precision(int(index), self.nd(weight), self.nd(grad),
+                                                     self._state_in(state))
 
     @op("kv.type")
     def _kv_type(self, h):

@@ -5,12 +5,20 @@
    keys and array handles, never array contents: one engine call per function
    call. Keys are strings or integers (not mixed); values are NDArrays.
    A single key with a vector of values means the same key once per value
-   (one value per device), as in the tutorial. The store is freed when it is
-   garbage-collected or disposed."
+   (one value per device), as in the tutorial.
+
+   Calls are synchronous: each returns once the store has done the work, so
+   a pull's output holds the value when `pull` returns, and `priority`
+   orders nothing in a local store (it is accepted and passed on, as MXNet's
+   API has it). A store is freed when it is garbage-collected, disposed, or
+   its resource scope closes. Every function throws ex-info
+   {:type :invalid-argument} when its first argument is not a KVStore, and
+   {:type :disposed} when it was disposed."
   (:refer-clojure :exclude [type])
   (:require [clojure.spec.alpha :as s]
             [org.apache.clojure-mxnet.bridge :as bridge]
             [org.apache.clojure-mxnet.ndarray :as ndarray]
+            [org.apache.clojure-mxnet.resource-scope :as resource-scope]
             [org.apache.clojure-mxnet.util :as util])
   (:import (org.apache.clojure_mxnet.bridge Handles$Handle)))
 
@@ -23,10 +31,17 @@
 (defmethod print-method KVStore [kv ^java.io.Writer w]
   (.write w (str "#<" kv ">")))
 
-(defn- hid ^long [^KVStore kv]
-  (bridge/handle-id (.-handle kv) "KVStore"))
+(defn- hid
+  "The engine id of store `kv`: ex-info :invalid-argument for a non-store,
+   :disposed for a disposed one."
+  ^long [kv]
+  (when-not (instance? KVStore kv)
+    (util/invalid! (str "Invalid kvstore: expected a KVStore (from kvstore/create), got "
+                        (if (nil? kv) "nil" (.getName (class kv))))
+                   {:value kv}))
+  (bridge/handle-id (.-handle ^KVStore kv) "KVStore"))
 
-(defn- conn-of [^KVStore kv] (.-conn kv))
+(defn- conn-of [kv] (hid kv) (.-conn ^KVStore kv))
 
 (s/def ::kvstore #(instance? KVStore %))
 (s/def ::key (s/or :string string? :int int?))
@@ -39,8 +54,6 @@
                   :vec-of-ndarray (s/coll-of ::ndarray :kind vector?)))
 (s/def ::outs (s/or :ndarray ::ndarray
                     :vec-of-ndarray (s/coll-of ::ndarray :kind vector?)))
-(s/def ::priority int?)
-
 (defn- as-vec [x] (if (vector? x) x [x]))
 
 (defn- keys-for
@@ -52,9 +65,16 @@
 (defn- handles [arrays]
   (mapv ndarray/handle arrays))
 
+(defn- check-counts!
+  "Refuses a vector of keys whose count differs from the values'."
+  [what ks vals]
+  (when (and (vector? ks) (not= (count ks) (count vals)))
+    (util/invalid! (str what ": " (count ks) " keys " (pr-str ks) " for " (count vals)
+                        " values; give one key per value, or a single key for all of them")
+                   {:keys ks :count (count vals)})))
+
 (defn create
-  " Create a new KVStore
-   WARNING: it is your responsibility to clear this object through dispose.
+  "Create a new KVStore. Disposal is optional (the GC frees it), see `dispose`.
    - name : #{local, device, dist_sync, ...} (default is local)
         The type of KVStore
         - local works for multiple devices on a single machine (single process)
@@ -62,17 +82,36 @@
   ([name]
    (util/validate! string? name "Invalid kvstore name")
    (let [conn (bridge/connection)
-         [h t] (bridge/call conn "kv.create" [name])]
-     (bridge/tracked conn h #(KVStore. conn % t))))
+         [h t] (bridge/call conn "kv.create" [name])
+         kv (bridge/tracked conn h #(KVStore. conn % t))]
+     (resource-scope/track! kv (.-handle ^KVStore kv))))
   ([]
    (create "local")))
 
 (defn dispose
   "Release the engine's store now (the GC would, later).
    The object shall never be used after it is disposed."
-  [^KVStore kvstore]
-  (.dispose ^Handles$Handle (.-handle kvstore))
+  [kvstore]
+  (hid kvstore)
+  (.dispose ^Handles$Handle (.-handle ^KVStore kvstore))
   nil)
+
+(s/def ::priority int?)
+
+(defn- keyed-call
+  "Push or pull (`what`): validates the call, then sends the keys (a single
+   key repeated once per array) and the arrays' handles in one engine call.
+   Returns the store."
+  [kvstore what ks arrays arrays-spec arrays-msg priority]
+  (let [id (hid kvstore)]
+    (util/validate! ::ks ks "Invalid keys")
+    (util/validate! arrays-spec arrays arrays-msg)
+    (util/validate! ::priority priority "Invalid priority")
+    (let [arrays (as-vec arrays)]
+      (check-counts! what ks arrays)
+      (bridge/call (conn-of kvstore) (str "kv." what)
+                   [id (keys-for ks arrays) (handles arrays) priority])))
+  kvstore)
 
 (defn init
   "Initialize a single or a sequence of key-value pairs into the store.
@@ -81,59 +120,47 @@
     This function returns after data have been initialized successfully
     kvstore - KVstore
     ks - keys (vec or strings or single string; integers work too)
-    vs - values (vec or NDArrays or single ndarry)"
+    vs - values (vec or NDArrays or single ndarry), one per key"
   [kvstore ks vs]
-  (util/validate! ::ks ks "Invalid keys")
-  (util/validate! ::vs vs "Invalid values")
-  (bridge/call (conn-of kvstore) "kv.init" [(hid kvstore) (as-vec ks) (handles (as-vec vs))])
+  (let [id (hid kvstore)]
+    (util/validate! ::ks ks "Invalid keys")
+    (util/validate! ::vs vs "Invalid values")
+    (let [ks (as-vec ks) vals (as-vec vs)]
+      (when (not= (count ks) (count vals))
+        (util/invalid! (str "init: " (count ks) " key(s) " (pr-str ks) " for " (count vals)
+                            " values; init takes one value per key")
+                       {:keys ks :count (count vals)}))
+      (bridge/call (conn-of kvstore) "kv.init" [id ks (handles vals)])))
   kvstore)
 
 (defn push
   " Push a single or a sequence of key-value pairs into the store.
+    Values pushed for the same key are summed (one per device); with an
+    optimizer set, the sum is the gradient of an update.
     Data consistency:
-    1. this function returns after adding an operator to the engine.
-    2. push is always called after all previous push and pull on the same key are finished
-    3. there is no synchronization between workers. One can use _barrier() to sync all workers
+    1. this function returns after the store has applied the push.
+    2. there is no synchronization between workers. One can use barrier to sync all workers
 
    -ks Keys
    -vs values  According values
-   - priority
-           The priority of the push operation.
-           The higher the priority, the faster this action is likely
-           to be executed before other push actions."
+   - priority an int, accepted for MXNet's API: calls are synchronous
+           here, so it orders nothing in a local store."
   ([kvstore ks vs priority]
-   (util/validate! ::ks ks "Invalid keys")
-   (util/validate! ::vs vs "Invalid values")
-   (util/validate! ::priority priority "Invalid priority")
-   (let [store-vals (as-vec vs)]
-     (bridge/call (conn-of kvstore) "kv.push"
-                  [(hid kvstore) (keys-for ks store-vals) (handles store-vals) priority]))
-   kvstore)
+   (keyed-call kvstore "push" ks vs ::vs "Invalid values" priority))
   ([kvstore ks vs]
    (push kvstore ks vs 0)))
 
 (defn pull
   " Pull a single value or a sequence of values from the store.
-    Data consistency:
-    1. this function returns after adding an operator to the engine. But any
-       further read on out will be blocked until it is finished.
-    2. pull is always called after all previous push and pull on the same key are finished
-    3. It pulls the newest value from the store.
+    Data consistency: this function returns once the outs hold the newest
+    value of their keys.
    - kvstore
    - ks single or vector of (strings)
-   - outs single or vector of outs (NDArrays)
-   - priority
-       The priority of the push operation.
-       The higher the priority, the faster this action is likely
-       to be executed before other push actions."
+   - outs single or vector of outs (NDArrays); a single key fills them all
+   - priority an int, accepted for MXNet's API: calls are synchronous
+       here, so it orders nothing in a local store."
   ([kvstore ks outs priority]
-   (util/validate! ::ks ks "Invalid keys")
-   (util/validate! ::outs outs "Invalid outs")
-   (util/validate! ::priority priority "Invalid priority")
-   (let [store-vals (as-vec outs)]
-     (bridge/call (conn-of kvstore) "kv.pull"
-                  [(hid kvstore) (keys-for ks store-vals) (handles store-vals) priority]))
-   kvstore)
+   (keyed-call kvstore "pull" ks outs ::outs "Invalid outs" priority))
   ([kvstore ks outs]
    (pull kvstore ks outs 0)))
 
@@ -142,17 +169,20 @@
    pushpull). Without outs, the values themselves receive the result.
    - ks single key or vector of keys (aligned with vs, and with outs)
    - vs values (NDArray or vector)
-   - outs outputs (NDArray or vector), optional"
+   - outs outputs (NDArray or vector), optional
+   - priority an int; orders nothing in a local store"
   ([kvstore ks vs outs priority]
-   (util/validate! ::ks ks "Invalid keys")
-   (util/validate! ::vs vs "Invalid values")
-   (when outs (util/validate! ::outs outs "Invalid outs"))
-   (util/validate! ::priority priority "Invalid priority")
-   (let [store-vals (as-vec vs)
-         store-outs (when outs (as-vec outs))]
-     (bridge/call (conn-of kvstore) "kv.pushpull"
-                  [(hid kvstore) (keys-for ks store-vals) (handles store-vals)
-                   (when outs (keys-for ks store-outs)) (when outs (handles store-outs)) priority]))
+   (let [id (hid kvstore)]
+     (util/validate! ::ks ks "Invalid keys")
+     (util/validate! ::vs vs "Invalid values")
+     (when outs (util/validate! ::outs outs "Invalid outs"))
+     (util/validate! ::priority priority "Invalid priority")
+     (let [store-vals (as-vec vs)
+           store-outs (when outs (as-vec outs))]
+       (check-counts! "pushpull" ks store-vals)
+       (bridge/call (conn-of kvstore) "kv.pushpull"
+                    [id (keys-for ks store-vals) (handles store-vals)
+                     (when outs (keys-for ks store-outs)) (when outs (handles store-outs)) priority])))
    kvstore)
   ([kvstore ks vs outs]
    (pushpull kvstore ks vs outs 0))
@@ -163,17 +193,20 @@
   "Initialize keys with vs, then pull them into outs (MXNet's broadcast).
    - ks single key or vector of keys
    - vs initial values, one per key
-   - outs outputs (NDArray or vector; a single key fills all of them)"
+   - outs outputs (NDArray or vector; a single key fills all of them)
+   - priority an int; orders nothing in a local store"
   ([kvstore ks vs outs priority]
-   (util/validate! ::ks ks "Invalid keys")
-   (util/validate! ::vs vs "Invalid values")
-   (util/validate! ::outs outs "Invalid outs")
-   (util/validate! ::priority priority "Invalid priority")
-   (let [store-vals (as-vec vs)
-         store-outs (as-vec outs)]
-     (bridge/call (conn-of kvstore) "kv.broadcast"
-                  [(hid kvstore) (keys-for ks store-vals) (handles store-vals)
-                   (keys-for ks store-outs) (handles store-outs) priority]))
+   (let [id (hid kvstore)]
+     (util/validate! ::ks ks "Invalid keys")
+     (util/validate! ::vs vs "Invalid values")
+     (util/validate! ::outs outs "Invalid outs")
+     (util/validate! ::priority priority "Invalid priority")
+     (let [store-vals (as-vec vs)
+           store-outs (as-vec outs)]
+       (check-counts! "broadcast" ks store-vals)
+       (bridge/call (conn-of kvstore) "kv.broadcast"
+                    [id (keys-for ks store-vals) (handles store-vals)
+                     (keys-for ks store-outs) (handles store-outs) priority])))
    kvstore)
   ([kvstore ks vs outs]
    (broadcast kvstore ks vs outs 0)))
@@ -185,19 +218,22 @@
    row_sparse keys into outs; other rows of the outs become 0.
    - ks single key or vector of keys
    - outs outputs (NDArray or vector)
-   - row-ids NDArray or vector of NDArrays, aligned with outs"
+   - row-ids NDArray or vector of NDArrays, aligned with outs
+   - priority an int; orders nothing in a local store"
   ([kvstore ks outs row-ids priority]
-   (util/validate! ::ks ks "Invalid keys")
-   (util/validate! ::outs outs "Invalid outs")
-   (util/validate! ::row-ids row-ids "Invalid row ids")
-   (util/validate! ::priority priority "Invalid priority")
-   (let [store-outs (as-vec outs)
-         ids (as-vec row-ids)
-         ids (if (and (= 1 (count ids)) (> (count store-outs) 1))
-               (vec (repeat (count store-outs) (first ids)))
-               ids)]
-     (bridge/call (conn-of kvstore) "kv.row_sparse_pull"
-                  [(hid kvstore) (keys-for ks store-outs) (handles store-outs) (handles ids) priority]))
+   (let [id (hid kvstore)]
+     (util/validate! ::ks ks "Invalid keys")
+     (util/validate! ::outs outs "Invalid outs")
+     (util/validate! ::row-ids row-ids "Invalid row ids")
+     (util/validate! ::priority priority "Invalid priority")
+     (let [store-outs (as-vec outs)
+           ids (as-vec row-ids)
+           ids (if (and (= 1 (count ids)) (> (count store-outs) 1))
+                 (vec (repeat (count store-outs) (first ids)))
+                 ids)]
+       (check-counts! "row-sparse-pull" ks store-outs)
+       (bridge/call (conn-of kvstore) "kv.row_sparse_pull"
+                    [id (keys-for ks store-outs) (handles store-outs) (handles ids) priority])))
    kvstore)
   ([kvstore ks outs row-ids]
    (row-sparse-pull kvstore ks outs row-ids 0)))
@@ -207,26 +243,28 @@
 (defn set-gradient-compression
   "Compress gradients pushed to the store, e.g. {:type \"2bit\" :threshold 0.5}."
   [kvstore compression-params]
-  (util/validate! ::compression-params compression-params "Invalid compression parameters")
-  (bridge/call (conn-of kvstore) "kv.set_gradient_compression"
-               [(hid kvstore) (util/convert-map compression-params)])
+  (let [id (hid kvstore)]
+    (util/validate! ::compression-params compression-params "Invalid compression parameters")
+    (bridge/call (conn-of kvstore) "kv.set_gradient_compression"
+                 [id (util/convert-map compression-params)]))
   kvstore)
 
 (defn type
-  "Get the type of the kvstore"
-  [^KVStore kvstore]
-  (.-kv-type kvstore))
+  "Get the type of the kvstore, e.g. \"local\"."
+  [kvstore]
+  (hid kvstore)
+  (.-kv-type ^KVStore kvstore))
 
 (defn num-workers
-  "Get the number of worker nodes"
+  "Get the number of worker nodes (an int; 1 for a local store)."
   [kvstore]
-  (bridge/call (conn-of kvstore) "kv.num_workers" [(hid kvstore)]))
+  (int (bridge/call (conn-of kvstore) "kv.num_workers" [(hid kvstore)])))
 
 (defn rank
   "Get the rank of this worker node
-   returns The rank of this node, which is in [0, get_num_workers()) "
+   returns The rank of this node (an int), which is in [0, num-workers)"
   [kvstore]
-  (bridge/call (conn-of kvstore) "kv.rank" [(hid kvstore)]))
+  (int (bridge/call (conn-of kvstore) "kv.rank" [(hid kvstore)])))
 
 (s/def ::optimizer #(and (map? %) (string? (:name %))))
 
@@ -237,9 +275,9 @@
    will pack this optimizer and send it to all servers. It returns after
    this action is done"
   [kvstore optimizer]
-  (util/validate! ::optimizer optimizer "Invalid optimizer")
-  (bridge/call (conn-of kvstore) "kv.set_optimizer"
-               [(hid kvstore) (:name optimizer) (:params optimizer)])
+  (let [id (hid kvstore)]
+    (util/validate! ::optimizer optimizer "Invalid optimizer")
+    (bridge/call (conn-of kvstore) "kv.set_optimizer" [id (:name optimizer) (:params optimizer)]))
   kvstore)
 
 (defn barrier
@@ -247,7 +285,7 @@
     For example, assume there are n machines, we want to let machine 0 first
     init the values, and then pull the inited value to all machines. Before
     pulling, we can place a barrier to guarantee that the initialization is
-    finished."
+    finished. Returns at once for a local store."
   [kvstore]
   (bridge/call (conn-of kvstore) "kv.barrier" [(hid kvstore)])
   kvstore)
@@ -257,16 +295,20 @@
 (defn num-dead-node
   "Number of dead nodes in group `node-id` (0 for a local store)."
   [kvstore node-id]
-  (util/validate! ::node-id node-id "Invalid node id")
-  (bridge/call (conn-of kvstore) "kv.num_dead_node" [(hid kvstore) node-id]))
+  (let [id (hid kvstore)]
+    (util/validate! ::node-id node-id "Invalid node id")
+    (int (bridge/call (conn-of kvstore) "kv.num_dead_node" [id node-id]))))
+
+(s/def ::barrier-before-exit boolean?)
 
 (defn set-barrier-before-exit
   " Whether to do barrier when the kvstore finalizes
    - kvstore
-   - barrier-before-exit boolean"
+   - barrier-before-exit true or false (anything else is refused)"
   [kvstore barrier-before-exit]
-  (bridge/call (conn-of kvstore) "kv.set_barrier_before_exit"
-               [(hid kvstore) (boolean barrier-before-exit)])
+  (let [id (hid kvstore)]
+    (util/validate! ::barrier-before-exit barrier-before-exit "Invalid barrier-before-exit")
+    (bridge/call (conn-of kvstore) "kv.set_barrier_before_exit" [id barrier-before-exit]))
   kvstore)
 
 (s/def ::head int?)
@@ -281,9 +323,10 @@
    -head the head of the command
    - body the body of the command"
   [kvstore head body]
-  (util/validate! ::head head "Invalid head")
-  (util/validate! ::body body "Invalid body")
-  (bridge/call (conn-of kvstore) "kv.send_command_to_servers" [(hid kvstore) head body])
+  (let [id (hid kvstore)]
+    (util/validate! ::head head "Invalid head")
+    (util/validate! ::body body "Invalid body")
+    (bridge/call (conn-of kvstore) "kv.send_command_to_servers" [id head body]))
   kvstore)
 
 (s/def ::fname string?)
@@ -293,8 +336,9 @@
    - kvstore
    - fname Path to output states file."
   [kvstore fname]
-  (util/validate! ::fname fname "Invalid filename")
-  (bridge/call (conn-of kvstore) "kv.save_optimizer_states" [(hid kvstore) fname false])
+  (let [id (hid kvstore)]
+    (util/validate! ::fname fname "Invalid filename")
+    (bridge/call (conn-of kvstore) "kv.save_optimizer_states" [id fname false]))
   kvstore)
 
 (defn load-optimizer-states
@@ -302,6 +346,7 @@
    - kvstore
    -fname Path to input states file."
   [kvstore fname]
-  (util/validate! ::fname fname "Invalid filename")
-  (bridge/call (conn-of kvstore) "kv.load_optimizer_states" [(hid kvstore) fname])
+  (let [id (hid kvstore)]
+    (util/validate! ::fname fname "Invalid filename")
+    (bridge/call (conn-of kvstore) "kv.load_optimizer_states" [id fname]))
   kvstore)

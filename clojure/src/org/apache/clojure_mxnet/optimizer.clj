@@ -1,20 +1,36 @@
 (ns org.apache.clojure-mxnet.optimizer
-  "Optimizers for kvstore/set-optimizer. Each function validates its options
-   as clojure-mxnet did and returns an Optimizer value: the name and
-   parameters of an MXNet optimizer, which the engine creates and runs on
-   every push (`mx.optimizer.create(name, **params)`). clojure-mxnet's
-   defaults are kept (they differ from Python's in places, e.g. sgd's wd)."
+  "Optimizers for kvstore/set-optimizer, and for updating weights by hand
+   (`create-state`, `update`). Each constructor validates its options as
+   clojure-mxnet did and returns an Optimizer value: the name and parameters
+   of an MXNet optimizer (`mx.optimizer.create(name, **params)` in the
+   engine). clojure-mxnet's defaults are kept (they differ from Python's in
+   places, e.g. sgd's wd).
+
+   A store given an Optimizer (kvstore/set-optimizer) builds its own engine
+   optimizer from it. `create-state` and `update` use one engine optimizer
+   per Optimizer value, made on first use and kept with the value, so its
+   update counts (for schedules and Adam's bias correction) carry over from
+   call to call, as a clojure-mxnet optimizer object's did."
+  (:refer-clojure :exclude [update])
   (:require [clojure.spec.alpha :as s]
-            [org.apache.clojure-mxnet.util :as util]))
+            [org.apache.clojure-mxnet.bridge :as bridge]
+            [org.apache.clojure-mxnet.ndarray :as ndarray]
+            [org.apache.clojure-mxnet.util :as util])
+  (:import (org.apache.clojure_mxnet.bridge Handles$Handle)))
 
 (defrecord Optimizer [name params])
+
+;; The engine's optimizer object behind an Optimizer value (see `update`).
+(deftype EngineOptimizer [conn ^Handles$Handle handle spec])
 
 (defn- optimizer
   "An Optimizer for engine optimizer `name`; a clip-gradient of 0 means no
    clipping (as in clojure-mxnet), so it is left out."
   [name params]
-  (->Optimizer name (into {} (remove (fn [[k v]] (or (nil? v) (and (= k "clip_gradient") (zero? v)))))
-                          params)))
+  (with-meta
+    (->Optimizer name (into {} (remove (fn [[k v]] (or (nil? v) (and (= k "clip_gradient") (zero? v)))))
+                            params))
+    {::engine (atom nil)}))
 
 (s/def ::learning-rate number?)
 (s/def ::momentum number?)
@@ -159,11 +175,13 @@
    - beta1  Exponential decay rate for the first moment estimates.
    - beta2  Exponential decay rate for the second moment estimates.
    -  epsilon
-   - decay-factor (accepted for compatibility; MXNet's Python Adam has no such parameter)
+   - decay-factor  clojure-mxnet decayed beta1 by it each step; MXNet's Adam,
+     which the engine runs, has no such parameter, so only a value that is
+     1 as a float is accepted (the default, 1 - 1e-8, is); others are refused
    - wd L2 regularization coefficient add to all the weights
    - clip-gradient  clip gradient in range [-clip_gradient, clip_gradient]
    - lr-scheduler The learning rate scheduler"
-  ([{:keys [learning-rate beta1 beta2 epsilon wd clip-gradient lr-scheduler] :as opts
+  ([{:keys [learning-rate beta1 beta2 epsilon decay-factor wd clip-gradient lr-scheduler] :as opts
      :or {learning-rate 0.002
           beta1 0.9
           beta2 0.999
@@ -171,6 +189,11 @@
           wd 0
           clip-gradient 0}}]
    (util/validate! ::adam-opts opts "Incorrect adam optimizer options")
+   (when (and decay-factor (not= (float decay-factor) (float 1.0)))
+     (util/invalid! (str "adam's :decay-factor " decay-factor " is not supported: the engine runs "
+                         "MXNet's Adam, which has no decay factor. clojure-mxnet's default (1 - 1e-8) "
+                         "is 1.0 as a float and changes nothing; leave it out or use 1.")
+                    {:decay-factor decay-factor}))
    (optimizer "adam" {"learning_rate" learning-rate "beta1" beta1 "beta2" beta2 "epsilon" epsilon
                       "wd" wd "clip_gradient" clip-gradient "lr_scheduler" lr-scheduler}))
   ([]
@@ -196,3 +219,76 @@
                       "clip_gradient" clip-gradient "lr_scheduler" lr-scheduler}))
   ([]
    (sgld {})))
+
+;;; ------------------------------------------------------------------ updating by hand
+
+(s/def ::optimizer #(and (instance? Optimizer %) (string? (:name %))))
+(s/def ::index int?)
+
+(defn- engine-optimizer
+  "The engine optimizer for `optimizer` on the default engine: the one kept
+   with the value when it is current, else a new one (kept when possible)."
+  ^EngineOptimizer [optimizer]
+  (util/validate! ::optimizer optimizer "Invalid optimizer")
+  (let [conn (bridge/connection)
+        spec [(:name optimizer) (:params optimizer)]
+        cell (::engine (meta optimizer))
+        ^EngineOptimizer current (some-> cell deref)]
+    (if (and current (identical? conn (.-conn current)) (= spec (.-spec current))
+             (not (.isReleased ^Handles$Handle (.-handle current))))
+      current
+      (let [id (bridge/call conn "opt.create" spec)
+            made (bridge/tracked conn id #(EngineOptimizer. conn % spec))]
+        (when cell (reset! cell made))
+        made))))
+
+(defn- state-out
+  "An engine state description as Clojure: nil, an NDArray or a vector."
+  [conn st]
+  (cond
+    (nil? st) nil
+    (contains? st :list) (mapv #(state-out conn %) (:list st))
+    :else (ndarray/wrap conn (:nd st))))
+
+(defn- state-in
+  "A state (nil, an NDArray or a vector of them) as the engine reads it."
+  [st]
+  (cond
+    (nil? st) nil
+    (ndarray/ndarray? st) {:nd (ndarray/handle st)}
+    (sequential? st) {:list (mapv state-in st)}
+    :else (util/invalid! (str "an optimizer state is nil, an NDArray or a vector of them "
+                              "(from create-state), got " (.getName (class st)))
+                         {:state st})))
+
+(defn create-state
+  "Create additional optimizer state such as momentum, for the weight with
+   key `index` (an int): nil (the optimizer keeps none), an NDArray, or a
+   vector of NDArrays (Adam's mean and variance), as the store's updater
+   creates it."
+  [optimizer index weight]
+  (util/validate! ::index index "Invalid index")
+  (util/validate! ::ndarray/ndarray weight "Invalid weight")
+  (let [eo (engine-optimizer optimizer)
+        conn (.-conn eo)]
+    (state-out conn (bridge/call conn "opt.create_state"
+                                 [(bridge/handle-id (.-handle eo) "optimizer") index
+                                  (ndarray/handle weight)]))))
+
+(defn update
+  "Update the parameters: applies one step of `optimizer` to `weight` (an
+   NDArray, in place) with gradient `grad`, and updates `state` (what
+   `create-state` returned for this weight) in place, exactly as a store
+   with this optimizer updates a pushed key. Returns the optimizer.
+   - index  a unique int key for the weight (its update count drives
+            schedules and Adam's bias correction)"
+  [optimizer index weight grad state]
+  (util/validate! ::index index "Invalid index")
+  (util/validate! ::ndarray/ndarray weight "Invalid weight")
+  (util/validate! ::ndarray/ndarray grad "Invalid gradient")
+  (let [eo (engine-optimizer optimizer)
+        st (state-in state)]
+    (bridge/call (.-conn eo) "opt.update"
+                 [(bridge/handle-id (.-handle eo) "optimizer") index (ndarray/handle weight)
+                  (ndarray/handle grad) st])
+    optimizer))

@@ -210,3 +210,49 @@
 
 (deftest stores-print-their-type
   (is (= "#<KVStore local>" (pr-str (kvstore/create "local")))))
+
+;;; one error scheme
+
+(deftest a-non-store-first-argument-is-an-invalid-argument
+  (doseq [f [#(kvstore/type nil) #(kvstore/push "kv" "k" (ndarray/ones [1]))
+             #(kvstore/pull 3 "k" (ndarray/ones [1])) #(kvstore/rank {}) #(kvstore/dispose nil)
+             #(kvstore/set-optimizer nil (optimizer/sgd)) #(kvstore/barrier (ndarray/ones [1]))]]
+    (let [e (is (thrown? clojure.lang.ExceptionInfo (f)))]
+      (is (= :invalid-argument (:type (ex-data e))))
+      (is (re-find #"Invalid kvstore: expected a KVStore" (ex-message e))))))
+
+(deftest a-disposed-store-says-so-everywhere
+  (let [kv (kvstore/create)]
+    (kvstore/dispose kv)
+    (doseq [f [#(kvstore/type kv) #(kvstore/rank kv) #(kvstore/init kv "k" (ndarray/ones [1]))]]
+      (is (= :disposed (:type (ex-data (is (thrown? clojure.lang.ExceptionInfo (f))))))))))
+
+(deftest barrier-before-exit-takes-a-boolean
+  (let [kv (kvstore/create)]
+    (is (identical? kv (kvstore/set-barrier-before-exit kv false)))
+    (is (thrown-with-msg? clojure.lang.ExceptionInfo #"Invalid barrier-before-exit"
+                          (quietly (kvstore/set-barrier-before-exit kv "false"))))))
+
+(deftest init-counts-keys-and-values
+  (let [kv (kvstore/create)
+        e (is (thrown? clojure.lang.ExceptionInfo
+                       (kvstore/init kv "x" [(ndarray/ones [1]) (ndarray/ones [1])])))]
+    (is (= :invalid-argument (:type (ex-data e))))
+    (is (= "init: 1 key(s) [\"x\"] for 2 values; init takes one value per key" (ex-message e)))
+    (is (thrown-with-msg? clojure.lang.ExceptionInfo #"push: 2 keys \[\"a\" \"b\"\] for 1 values"
+                          (kvstore/push kv ["a" "b"] [(ndarray/ones [1])])))))
+
+(deftest counts-are-ints-as-clojure-mxnet
+  (let [kv (kvstore/create)]
+    (is (instance? Integer (kvstore/rank kv)))
+    (is (instance? Integer (kvstore/num-workers kv)))))
+
+(deftest engine-errors-have-one-type
+  (let [kv (kvstore/create)
+        e (is (thrown? clojure.lang.ExceptionInfo (kvstore/set-optimizer kv (optimizer/->Optimizer "nosuch" {}))))]
+    (is (= :mxnet-error (:type (ex-data e))))
+    (is (= "mxkv.base.UnknownOptimizerError" (:python-class (ex-data e)))))
+  (let [kv (kvstore/create)
+        e (is (thrown? clojure.lang.ExceptionInfo (kvstore/push kv "never-initialized" (ndarray/ones [1]))))]
+    (is (= :mxnet-error (:type (ex-data e))))
+    (is (re-find #"^mxkv\.base\.MXNet" (:python-class (ex-data e))))))

@@ -45,3 +45,82 @@
                           (optimizer/adam {:beta1 :x})))
     (is (thrown-with-msg? clojure.lang.ExceptionInfo #"Invalid optimizer"
                           (kvstore/set-optimizer (kvstore/create) {:learning-rate 1})))))
+
+;;; updating by hand
+
+(defn- weights-after
+  "Weight [1 -2 0.5] after `n` gradients, by hand (create-state once, then
+   update) and through a store with the same optimizer: [by-hand by-store]."
+  [opt n]
+  (let [w0 [1.0 -2.0 0.5]
+        grads (for [k (range n)] (mapv #(* (inc k) %) [0.1 0.2 -0.3]))
+        w (ndarray/array w0 [3])
+        state (optimizer/create-state opt 0 w)
+        kv (kvstore/create)
+        out (ndarray/zeros [3])]
+    (doseq [g grads]
+      (is (identical? opt (optimizer/update opt 0 w (ndarray/array g [3]) state))))
+    (kvstore/init kv 0 (ndarray/array w0 [3]))
+    (kvstore/set-optimizer kv opt)
+    (doseq [g grads] (kvstore/push kv 0 (ndarray/array g [3])))
+    (kvstore/pull kv 0 out)
+    [(ndarray/->vec w) (ndarray/->vec out)]))
+
+(deftest update-applies-the-stores-update
+  (doseq [[label opt] [["sgd+momentum" (optimizer/sgd {:learning-rate 0.1 :momentum 0.9})]
+                       ["adam" (optimizer/adam {:learning-rate 0.05})]
+                       ["rms-prop" (optimizer/rms-prop)]
+                       ["ada-grad" (optimizer/ada-grad)]
+                       ["sgd+schedule" (optimizer/sgd {:learning-rate 0.1
+                                                       :lr-scheduler (lr-scheduler/factor-scheduler 1 0.5)})]]]
+    (testing label
+      (let [[by-hand by-store] (weights-after opt 3)]
+        (is (= by-store by-hand))
+        (is (not= [1.0 -2.0 0.5] by-hand))))))
+
+(deftest create-state-gives-nil-an-array-or-a-vector
+  (let [w (ndarray/ones [2])]
+    (is (nil? (optimizer/create-state (optimizer/sgd) 0 w)) "plain sgd keeps no state")
+    (is (ndarray/ndarray? (optimizer/create-state (optimizer/sgd {:momentum 0.9}) 0 w)))
+    (let [st (optimizer/create-state (optimizer/adam) 0 w)]
+      (is (vector? st))
+      (is (= 2 (count st)))
+      (is (every? ndarray/ndarray? st)))))
+
+(deftest the-update-count-carries-over-between-calls
+  ;; Adam's bias correction depends on how many updates came before: two
+  ;; steps on one optimizer value differ from two fresh first steps.
+  (let [opt (optimizer/adam {:learning-rate 0.1})
+        w (ndarray/zeros [1])
+        st (optimizer/create-state opt 0 w)
+        _ (optimizer/update opt 0 w (ndarray/ones [1]) st)
+        _ (optimizer/update opt 0 w (ndarray/full [1] 3) st)
+        fresh (ndarray/zeros [1])]
+    (doseq [g [1 3]]
+      (let [o (optimizer/adam {:learning-rate 0.1})]
+        (optimizer/update o 0 fresh (ndarray/full [1] g) (optimizer/create-state o 0 fresh))))
+    (is (not= (ndarray/->vec w) (ndarray/->vec fresh)))))
+
+(deftest update-arguments-are-checked
+  (binding [*out* (java.io.StringWriter.)]
+    (let [w (ndarray/ones [1])]
+      (doseq [f [#(optimizer/update {:name "sgd"} 0 w w nil)
+                 #(optimizer/update (optimizer/sgd) 0.5 w w nil)
+                 #(optimizer/update (optimizer/sgd) 0 w [1] nil)
+                 #(optimizer/update (optimizer/sgd) 0 w w "state")
+                 #(optimizer/create-state (optimizer/sgd) 0 nil)]]
+        (is (= :invalid-argument
+               (:type (ex-data (is (thrown? clojure.lang.ExceptionInfo (f)))))))))))
+
+(deftest adam-decay-factor-is-refused-unless-it-changes-nothing
+  (is (= "adam" (:name (optimizer/adam {:decay-factor (- 1 1e-8)}))) "clojure-mxnet's default")
+  (is (= "adam" (:name (optimizer/adam {:decay-factor 1}))))
+  (let [e (is (thrown? clojure.lang.ExceptionInfo (optimizer/adam {:decay-factor 0.9})))]
+    (is (= :invalid-argument (:type (ex-data e))))
+    (is (re-find #"decay-factor 0.9 is not supported" (ex-message e)))))
+
+(deftest factor-schedulers-are-checked-when-built
+  (doseq [[step factor] [[0 0.5] [2 1] [2 1.5] [2 0] [2 -0.1] [1.5 0.5] [2 "x"]]]
+    (let [e (is (thrown? clojure.lang.ExceptionInfo (lr-scheduler/factor-scheduler step factor))
+                (pr-str [step factor]))]
+      (is (= :invalid-argument (:type (ex-data e)))))))

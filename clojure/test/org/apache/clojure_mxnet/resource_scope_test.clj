@@ -3,6 +3,7 @@
    engine has freed the arrays when the scope returns."
   (:require [clojure.test :refer :all]
             [org.apache.clojure-mxnet.bridge :as bridge]
+            [org.apache.clojure-mxnet.kvstore :as kvstore]
             [org.apache.clojure-mxnet.ndarray :as nd]
             [org.apache.clojure-mxnet.resource-scope :as scope]))
 
@@ -76,6 +77,13 @@
                                        (throw (ex-info "boom" {})))))
     (is (nd/is-disposed @made))
     (is (= :ok (scope/using :ok)) "the failed scope is closed: new scopes work")))
+
+(deftest stores-belong-to-scopes-too
+  (let [kv (scope/using (let [kv (kvstore/create)] (kvstore/init kv "k" (nd/ones [1])) kv))
+        gone (atom nil)]
+    (is (= "local" (kvstore/type kv)) "returned, so kept")
+    (scope/using (reset! gone (kvstore/create)) nil)
+    (is (= :disposed (:type (ex-data (is (thrown? clojure.lang.ExceptionInfo (kvstore/type @gone)))))))))
 
 (deftest other-threads-arrays-are-not-the-scopes
   (let [theirs (atom nil)]
