@@ -74,11 +74,10 @@
                    {:keys ks :count (count vals)})))
 
 (defn create
-  "Create a new KVStore. Disposal is optional (the GC frees it), see `dispose`.
-   - name : #{local, device, dist_sync, ...} (default is local)
-        The type of KVStore
-        - local works for multiple devices on a single machine (single process)
-        - dist works for multi-machines (multiple processes)"
+  "A new store of type `name` (a string, default \"local\"): \"local\" and
+   \"device\" reduce on one machine (\"device\" sums on the values' devices);
+   MXNet's other type strings (\"dist_sync\", \"nccl\" ...) are parsed as MXNet
+   does. Freeing it is optional: the GC does, or `dispose`."
   ([name]
    (util/validate! string? name "Invalid kvstore name")
    (let [conn (bridge/connection)
@@ -89,8 +88,8 @@
    (create "local")))
 
 (defn dispose
-  "Release the engine's store now (the GC would, later).
-   The object shall never be used after it is disposed."
+  "Frees the engine's store now instead of when the GC finds it
+   unreachable. Any later use throws ex-info {:type :disposed}. Returns nil."
   [kvstore]
   (hid kvstore)
   (.dispose ^Handles$Handle (.-handle ^KVStore kvstore))
@@ -114,13 +113,11 @@
   kvstore)
 
 (defn init
-  "Initialize a single or a sequence of key-value pairs into the store.
-    For each key, one must init it before push and pull.
-    Only worker 0's (rank == 0) data are used.
-    This function returns after data have been initialized successfully
-    kvstore - KVstore
-    ks - keys (vec or strings or single string; integers work too)
-    vs - values (vec or NDArrays or single ndarry), one per key"
+  "Gives keys their first values; every key must be initialized once before
+   it is pushed or pulled, and only once.
+   - ks  a key (string or int) or a vector of keys
+   - vs  an NDArray or a vector of NDArrays, one per key
+   The store copies the values. Returns the store."
   [kvstore ks vs]
   (let [id (hid kvstore)]
     (util/validate! ::ks ks "Invalid keys")
@@ -134,31 +131,26 @@
   kvstore)
 
 (defn push
-  " Push a single or a sequence of key-value pairs into the store.
-    Values pushed for the same key are summed (one per device); with an
-    optimizer set, the sum is the gradient of an update.
-    Data consistency:
-    1. this function returns after the store has applied the push.
-    2. there is no synchronization between workers. One can use barrier to sync all workers
-
-   -ks Keys
-   -vs values  According values
-   - priority an int, accepted for MXNet's API: calls are synchronous
-           here, so it orders nothing in a local store."
+  "Sends values to keys. Values pushed to one key in one call are summed
+   (a single key with a vector of values: one value per device); with an
+   optimizer set, that sum is the gradient the optimizer applies to the
+   stored weight, else it replaces the stored value.
+   - ks  a key or a vector of keys (aligned with vs)
+   - vs  an NDArray or a vector of NDArrays
+   - priority  an int, accepted as in MXNet's API; calls are synchronous here,
+     so it orders nothing in a local store
+   Returns the store once the push is applied."
   ([kvstore ks vs priority]
    (keyed-call kvstore "push" ks vs ::vs "Invalid values" priority))
   ([kvstore ks vs]
    (push kvstore ks vs 0)))
 
 (defn pull
-  " Pull a single value or a sequence of values from the store.
-    Data consistency: this function returns once the outs hold the newest
-    value of their keys.
-   - kvstore
-   - ks single or vector of (strings)
-   - outs single or vector of outs (NDArrays); a single key fills them all
-   - priority an int, accepted for MXNet's API: calls are synchronous
-       here, so it orders nothing in a local store."
+  "Copies the stored values of keys into `outs`.
+   - ks  a key or a vector of keys (a single key fills every out)
+   - outs  an NDArray or a vector of NDArrays, each of its key's shape
+   - priority  an int; orders nothing in a local store (calls are synchronous)
+   Returns the store once the outs hold the values."
   ([kvstore ks outs priority]
    (keyed-call kvstore "pull" ks outs ::outs "Invalid outs" priority))
   ([kvstore ks outs]
@@ -250,30 +242,30 @@
   kvstore)
 
 (defn type
-  "Get the type of the kvstore, e.g. \"local\"."
+  "The store's type string, e.g. \"local\"."
   [kvstore]
   (hid kvstore)
   (.-kv-type ^KVStore kvstore))
 
 (defn num-workers
-  "Get the number of worker nodes (an int; 1 for a local store)."
+  "How many worker processes share the store (an int; 1 for a local store)."
   [kvstore]
   (int (bridge/call (conn-of kvstore) "kv.num_workers" [(hid kvstore)])))
 
 (defn rank
-  "Get the rank of this worker node
-   returns The rank of this node (an int), which is in [0, num-workers)"
+  "This worker's index among the store's workers (an int in
+   [0, num-workers); 0 for a local store)."
   [kvstore]
   (int (bridge/call (conn-of kvstore) "kv.rank" [(hid kvstore)])))
 
 (s/def ::optimizer #(and (map? %) (string? (:name %))))
 
 (defn set-optimizer
-  "Register an optimizer to the store (a value from
-   org.apache.clojure-mxnet.optimizer); the engine runs it on every push.
-   If there are multiple machines, this process (should be a worker node)
-   will pack this optimizer and send it to all servers. It returns after
-   this action is done"
+  "Makes every later push an update: the store builds, in the engine, the
+   optimizer `optimizer` describes (a value from
+   org.apache.clojure-mxnet.optimizer) and applies it to the stored weight
+   with the pushed sum as gradient. A distributed store runs it on its
+   servers. Returns the store."
   [kvstore optimizer]
   (let [id (hid kvstore)]
     (util/validate! ::optimizer optimizer "Invalid optimizer")
@@ -281,11 +273,9 @@
   kvstore)
 
 (defn barrier
-  "Global barrier among all worker nodes
-    For example, assume there are n machines, we want to let machine 0 first
-    init the values, and then pull the inited value to all machines. Before
-    pulling, we can place a barrier to guarantee that the initialization is
-    finished. Returns at once for a local store."
+  "Waits until every worker of a distributed store has reached this call
+   (for example, so that all see worker 0's init before pulling). Returns at
+   once for a local store. Returns the store."
   [kvstore]
   (bridge/call (conn-of kvstore) "kv.barrier" [(hid kvstore)])
   kvstore)
@@ -293,7 +283,8 @@
 (s/def ::node-id int?)
 
 (defn num-dead-node
-  "Number of dead nodes in group `node-id` (0 for a local store)."
+  "How many nodes of group `node-id` (an int) a distributed store has lost
+   (an int; 0 for a local store)."
   [kvstore node-id]
   (let [id (hid kvstore)]
     (util/validate! ::node-id node-id "Invalid node id")
@@ -302,9 +293,9 @@
 (s/def ::barrier-before-exit boolean?)
 
 (defn set-barrier-before-exit
-  " Whether to do barrier when the kvstore finalizes
-   - kvstore
-   - barrier-before-exit true or false (anything else is refused)"
+  "Whether a distributed store waits for all workers when it shuts down.
+   - barrier-before-exit  true or false (anything else is refused)
+   Returns the store."
   [kvstore barrier-before-exit]
   (let [id (hid kvstore)]
     (util/validate! ::barrier-before-exit barrier-before-exit "Invalid barrier-before-exit")
@@ -315,13 +306,11 @@
 (s/def ::body string?)
 
 (defn send-command-to-servers
-  "Send a command to all server nodes
-    Send a command to all server nodes, which will make each server node run
-    KVStoreServer.controller
-    This function returns after the command has been executed in all server nodes
-   -kvstore
-   -head the head of the command
-   - body the body of the command"
+  "Runs a command on every server of a distributed store and returns once
+   all have run it.
+   - head  an int, the command's kind
+   - body  a string, its argument
+   Returns the store."
   [kvstore head body]
   (let [id (hid kvstore)]
     (util/validate! ::head head "Invalid head")
@@ -332,9 +321,8 @@
 (s/def ::fname string?)
 
 (defn save-optimizer-states
-  "Save optimizer (updater) state to file
-   - kvstore
-   - fname Path to output states file."
+  "Writes the state the store's optimizer keeps per key (momentum, moments
+   ...) to file `fname` (a string). Returns the store."
   [kvstore fname]
   (let [id (hid kvstore)]
     (util/validate! ::fname fname "Invalid filename")
@@ -342,9 +330,8 @@
   kvstore)
 
 (defn load-optimizer-states
-  "Load optimizer (updater) state from file
-   - kvstore
-   -fname Path to input states file."
+  "Reads optimizer state written by `save-optimizer-states` from file
+   `fname` (a string) into the store's optimizer. Returns the store."
   [kvstore fname]
   (let [id (hid kvstore)]
     (util/validate! ::fname fname "Invalid filename")

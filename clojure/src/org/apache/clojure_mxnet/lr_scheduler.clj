@@ -4,13 +4,12 @@
   (:require [org.apache.clojure-mxnet.util :as util]))
 
 (defn factor-scheduler
-  "Assume the weight has been updated by n times, then the learning rate will
-    be base_lr * factor^^(floor(n/step))
-   - step int >= 1, schedule learning rate after n updates
-   - factor number in (0, 1), the factor for reducing the learning rate
-   The arguments are checked here: a bad one throws ex-info
-   {:type :invalid-argument} (clojure-mxnet refused step < 1 and factor >= 1
-   when the scheduler was built; a factor of 0 or less is refused too)."
+  "A schedule that multiplies the learning rate by `factor` every `step`
+   updates: after n updates the rate is base * factor^floor(n / step).
+   - step  an integer >= 1
+   - factor  a number in (0, 1)
+   Checked here, when it is built: a bad argument throws ex-info
+   {:type :invalid-argument}. The optimizer's :learning-rate is the base."
   [step factor]
   (when-not (and (integer? step) (>= step 1))
     (util/invalid! (str "Schedule step must be an integer greater or equal than 1 round, got "

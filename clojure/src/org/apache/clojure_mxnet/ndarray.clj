@@ -195,8 +195,9 @@
 ;;; ------------------------------------------------------------------ creation
 
 (defn empty
-  "Create an empty uninitialized new NDArray, with specified shape.
-   shape-vec: dimensions, e.g. [2 3]. opts: {:ctx context, :dtype dtype}"
+  "A new array of shape `shape-vec` (dims, e.g. [2 3], or a Shape) whose
+   contents are unspecified until written.
+   opts: {:ctx a Context (default cpu(0)), :dtype (default float32)}"
   ([shape-vec {:keys [ctx dtype]
                :or {ctx (mx-context/default-context) dtype base/MX_REAL_TYPE}}]
    (create "empty" shape-vec ctx dtype nil))
@@ -204,8 +205,8 @@
    (empty shape-vec {})))
 
 (defn zeros
-  "Create a new NDArray filled with 0, with specified shape.
-   shape-vec: dimensions, e.g. [2 3]. opts: {:ctx context, :dtype dtype}"
+  "A new array of shape `shape-vec` (e.g. [2 3]) holding 0s.
+   opts: {:ctx a Context (default cpu(0)), :dtype (default float32)}"
   ([shape-vec {:keys [ctx dtype]
                :or {ctx (mx-context/default-context) dtype base/MX_REAL_TYPE}}]
    (create "zeros" shape-vec ctx dtype nil))
@@ -213,8 +214,8 @@
    (zeros shape-vec {})))
 
 (defn ones
-  "Create a new NDArray filled with 1, with specified shape.
-   shape-vec: dimensions, e.g. [2 3]. opts: {:ctx context, :dtype dtype}"
+  "A new array of shape `shape-vec` (e.g. [2 3]) holding 1s.
+   opts: {:ctx a Context (default cpu(0)), :dtype (default float32)}"
   ([shape-vec {:keys [ctx dtype]
                :or {ctx (mx-context/default-context) dtype base/MX_REAL_TYPE}}]
    (create "ones" shape-vec ctx dtype nil))
@@ -222,8 +223,8 @@
    (ones shape-vec {})))
 
 (defn full
-  "Create a new NDArray filled with `value` (a number), with specified shape.
-   opts: {:ctx context, :dtype dtype}"
+  "A new array of shape `shape-vec` with every element `value` (a number).
+   opts: {:ctx a Context (default cpu(0)), :dtype (default float32)}"
   ([shape-vec value {:keys [ctx dtype]
                      :or {ctx (mx-context/default-context) dtype base/MX_REAL_TYPE}}]
    (util/validate! ::number value "Invalid value")
@@ -242,10 +243,10 @@
                          {:value source})))
 
 (defn array
-  "Create a new NDArray that COPIES content from source vector, with the
-   given shape.
-   source-vec: numbers (a vector or float array); shape-vec: e.g. [2 3].
-   opts: {:ctx context, :dtype dtype}"
+  "A new array of shape `shape-vec` holding a COPY of `source-vec` (numbers
+   in row-major order: a vector or a float array, exactly as many as the
+   shape has elements).
+   opts: {:ctx a Context (default cpu(0)), :dtype (default float32)}"
   ([source-vec shape-vec {:keys [ctx dtype]
                           :or {ctx (mx-context/default-context) dtype base/MX_REAL_TYPE}}]
    (util/validate! ::ctx ctx "Invalid context")
@@ -262,10 +263,9 @@
    (array source-vec shape-vec {})))
 
 (defn arange
-  "Returns evenly spaced values within a given interval.
-   Values are generated within the half-open interval [`start`, `stop`). In other
-   words, the interval includes `start` but excludes `stop`.
-   opts: {:step 1, :repeat 1, :ctx context, :dtype dtype}"
+  "A new 1-d array of the numbers start, start+step, ... below `stop`, each
+   repeated `repeat` times: (arange 0 3) is [0.0 1.0 2.0].
+   opts: {:step 1, :repeat 1, :ctx a Context, :dtype (default float32)}"
   ([start stop {:keys [step repeat ctx dtype]
                 :or {step 1.0 repeat 1 ctx (mx-context/default-context) dtype base/MX_REAL_TYPE}}]
    (let [conn (bridge/connection)]
@@ -276,19 +276,10 @@
    (arange start stop {})))
 
 (defn ->ndarray
-  "Creates a new NDArray based on the given n-dimenstional vector
-   of numbers.
-    `nd-vec`: n-dimensional vector with numbers.
-    `opts-map` {
-       `ctx`: Context of the output ndarray, will use default context if unspecified.
-       `dtype`: its element type (mxkv addition), float32 if unspecified.
-    }
-    returns: `ndarray` with the given values and matching the shape of the input vector.
-   Ex:
-    (->ndarray [5.0 -4.0])
-    (->ndarray [5 -4] {:ctx (context/cpu)})
-    (->ndarray [[1 2 3] [4 5 6]])
-    (->ndarray [[[1.0] [2.0]]]"
+  "A new array holding a COPY of `nd-vec`, nested vectors of numbers whose
+   nesting gives the shape: [[1 2 3] [4 5 6]] has shape [2 3].
+   opts: {:ctx a Context (default cpu(0)), :dtype (default float32)}
+   Ex: (->ndarray [5.0 -4.0]), (->ndarray [[[1.0] [2.0]]]) of shape [1 2 1]"
   ([nd-vec {:keys [ctx dtype]
             :or {ctx (mx-context/default-context) dtype base/MX_REAL_TYPE}}]
    (array (vec (clojure.core/flatten nd-vec))
@@ -385,9 +376,9 @@
     (aget ^floats (bridge/read-floats (conn-of ndarray) id 1) 0)))
 
 (defn ->vec
-  "Converts a nd-array to a vector (one dimensional) of floats.
-   COPIES the contents (a large array's copy lives in shared memory, owned by
-   the vector); no element is boxed until read."
+  "The contents as a flat vector of floats, in row-major order: a COPY (a
+   large array's lives in shared memory, owned by the vector); no element is
+   boxed until it is read."
   [ndarray]
   (util/validate! ::ndarray ndarray "Invalid input array")
   (bridge/read-vec (conn-of ndarray) (hid ndarray) (element-count ndarray)))
@@ -423,13 +414,8 @@
   (fn [[v vec-shape]] (= (count v) (reduce clojure.core/* 1 vec-shape))))
 
 (defn- vec->nd-vec
-  "Convert a vector `v` into a n-dimensional vector given the `shape-vec`
-   Ex:
-    (vec->nd-vec [1 2 3] [1 1 3])       ;[[[1 2 3]]]
-    (vec->nd-vec [1 2 3 4 5 6] [2 3 1]) ;[[[1] [2] [3]] [[4] [5] [6]]]
-    (vec->nd-vec [1 2 3 4 5 6] [1 2 3]) ;[[[1 2 3]] [4 5 6]]]
-    (vec->nd-vec [1 2 3 4 5 6] [3 1 2]) ;[[[1 2]] [[3 4]] [[5 6]]]
-    (vec->nd-vec [1 2 3 4 5 6] [3 2])   ;[[1 2] [3 4] [5 6]]"
+  "Nests the flat vector `v` into vectors following `shape-vec`:
+   (vec->nd-vec [1 2 3 4 5 6] [3 2]) is [[1 2] [3 4] [5 6]]."
   [v [s1 & ss :as shape-vec]]
   (util/validate! ::sequential v "Invalid input vector `v`")
   (util/validate! ::sequential shape-vec "Invalid input vector `shape-vec`")
@@ -444,11 +430,9 @@
          (mapv #(vec->nd-vec % ss)))))
 
 (defn ->nd-vec
-  "Convert an ndarray `ndarray` into a n-dimensional Clojure vector.
-  Ex:
-    (->nd-vec (array [1] [1 1 1]))           ;[[[1.0]]]
-    (->nd-vec (array [1 2 3] [3 1 1]))       ;[[[1.0]] [[2.0]] [[3.0]]]
-    (->nd-vec (array [1 2 3 4 5 6]) [3 1 2]) ;[[[1.0 2.0]] [[3.0 4.0]] [[5.0 6.0]]]"
+  "The contents as nested vectors of floats following the array's shape (a
+   COPY): an array of shape [3 1 2] holding 1..6 gives
+   [[[1.0 2.0]] [[3.0 4.0]] [[5.0 6.0]]]."
   [ndarray]
   (util/validate! ::ndarray ndarray "Invalid input array")
   (vec->nd-vec (->vec ndarray) (shape-vec ndarray)))
@@ -496,8 +480,8 @@
     (wrap conn (bridge/call conn op (into [id] args)))))
 
 (defn slice
-  "Return a sliced NDArray that shares memory with current one:
-   rows [i, i+1) or [start, stop) of the first axis."
+  "A view of rows [i, i+1), or [start, stop), along the first axis: it
+   shares memory with `ndarray`, so writes to one show in the other."
   ([ndarray i]
    (slice ndarray i (inc (long i))))
   ([ndarray start stop]
@@ -539,8 +523,8 @@
       target)))
 
 (defn as-in-context
-  "Return an `NDArray` that lives in the target context. If the array
-   is already in that context, `self` is returned. Otherwise, a copy is made."
+  "`ndarray` itself when it is already on `ctx` (a Context), else a copy of
+   it there."
   [ndarray ctx]
   (util/validate! ::ctx ctx "Invalid context")
   (if (= ctx (context ndarray))
@@ -548,8 +532,7 @@
     (apply unary "nd.as_in_context" ndarray (ctx-args ctx))))
 
 (defn as-type
-  "Return a copied array of current array with specified type (a DType,
-   keyword or string)."
+  "A COPY of the array converted to `dtype` (a DType, keyword or string)."
   [ndarray dtype]
   (unary "nd.astype" ndarray (dtype-name dtype)))
 
@@ -573,8 +556,8 @@
 ;;; ------------------------------------------------------------------ files
 
 (defn save
-  "Save a map of name -> NDArray (or a vector of NDArrays) to file `fname`.
-   A local path only (no s3:// or hdfs://)."
+  "Writes arrays to file `fname` (a local path): a map of names to arrays,
+   or a vector of arrays. The format is in docs/ndarray.md. Returns nil."
   [fname map-of-name-to-ndarray]
   (let [m map-of-name-to-ndarray
         names (when (map? m) (mapv name (keys m)))
@@ -590,19 +573,19 @@
     [names (mapv #(wrap conn %) arrays)]))
 
 (defn load
-  "Takes a filename and returns back a map of ndarray-name to ndarray
-   (names \"0\", \"1\" ... for a file saved from a vector)."
+  "The arrays in file `filename`, as a map of names to new arrays; arrays
+   saved from a vector get the names \"0\", \"1\", ..."
   [filename]
   (let [[names ndarrays] (load* filename)]
     (into {} (map (fn [n a] [(str n) a]) (or names (map str (range))) ndarrays))))
 
 (defn save-to-file
-  "Save one ndarray to a file"
+  "Writes one array to file `fname`, under the name \"default\". Returns nil."
   [fname ndarray]
   (save fname {"default" ndarray}))
 
 (defn load-from-file
-  "Load one ndarry from a file"
+  "The first array in file `fname` (as written by `save-to-file`)."
   [fname]
   (first (second (load* fname))))
 

@@ -40,7 +40,10 @@
 (s/def ::sgd-opts (s/keys :opt-un [::learning-rate ::momentum ::wd ::clip-gradient ::lr-scheduler]))
 
 (defn sgd
-  "A very simple SGD optimizer with momentum and weight regularization."
+  "Stochastic gradient descent, optionally with momentum: per step,
+   mom = momentum * mom - lr * (grad + wd * weight); weight += mom.
+   opts (clojure-mxnet's defaults): {:learning-rate 0.01 :momentum 0.0
+   :wd 0.0001 :clip-gradient 0 (none) :lr-scheduler nil}"
   ([{:keys [learning-rate momentum wd clip-gradient lr-scheduler] :as opts
      :or {learning-rate 0.01
           momentum 0.0
@@ -56,9 +59,11 @@
 (s/def ::dcasgd-opts (s/keys :opt-un [::learning-rate ::momentum ::lambda ::wd ::clip-gradient ::lr-scheduler]))
 
 (defn dcasgd
-  "DCASGD optimizer with momentum and weight regularization.
-  Implementation of paper 'Asynchronous Stochastic Gradient Descent with
-  Delay Compensation for Distributed Deep Learning'"
+  "SGD with delay compensation for asynchronous distributed training
+   (Zheng et al., 2016): the gradient is corrected by lambda * grad^2 *
+   (weight - the weight it was computed at).
+   opts: {:learning-rate 0.01 :momentum 0.0 :lambda 0.04 :wd 0.0
+   :clip-gradient 0 :lr-scheduler nil}"
   ([{:keys [learning-rate momentum lambda wd clip-gradient lr-scheduler] :as opts
      :or {learning-rate 0.01
           momentum 0.0
@@ -74,9 +79,10 @@
 (s/def ::nag-opts (s/keys :opt-un [::learning-rate ::momentum ::wd ::clip-gradient ::lr-scheduler]))
 
 (defn nag
-  "SGD with nesterov.
-   It is implemented according to
-   https://github.com/torch/optim/blob/master/sgd.lua"
+  "SGD with Nesterov momentum (the gradient is taken at the look-ahead
+   point).
+   opts: {:learning-rate 0.01 :momentum 0.0 :wd 0.0001 :clip-gradient 0
+   :lr-scheduler nil}"
   ([{:keys [learning-rate momentum wd clip-gradient lr-scheduler] :as opts
      :or {learning-rate 0.01
           momentum 0.0
@@ -94,8 +100,10 @@
 (s/def ::ada-delta-opts (s/keys :opt-un [::rho ::rescale-gradient ::epsilon ::wd ::clip-gradient]))
 
 (defn ada-delta
-  "AdaDelta optimizer as described in Matthew D. Zeiler, 2012.
-   http://arxiv.org/abs/1212.5701"
+  "AdaDelta (Zeiler, 2012): per-element steps from running averages of
+   squared gradients and squared updates; no learning rate.
+   opts: {:rho 0.05 :rescale-gradient 1.0 :epsilon 1e-8 :wd 0.0
+   :clip-gradient 0}"
   ([{:keys [rho rescale-gradient epsilon wd clip-gradient] :as opts
      :or {rho 0.05
           rescale-gradient 1.0
@@ -113,16 +121,11 @@
 (s/def ::rms-prop-opts (s/keys :opt-un [::learning-rate ::rescale-gradient ::gamma1 ::gamma2 ::wd ::clip-gradient]))
 
 (defn rms-prop
-  "RMSProp optimizer as described in Tieleman & Hinton, 2012.
-   http://arxiv.org/pdf/1308.0850v5.pdf Eq(38) - Eq(45) by Alex Graves, 2013
-   (the centered variant, as clojure-mxnet's).
-   - learningRate Step size.
-   - gamma1  decay factor of moving average for gradient, gradient^^2.
-   -  gamma2  momentum factor of moving average for gradient.
-   -  rescale-gradient rescaling factor of gradient.
-   -  wd L2 regularization coefficient add to all the weights
-   -  clip-gradient clip gradient in range [-clip_gradient, clip_gradient]
-   -  lr-scheduler The learning rate scheduler"
+  "RMSProp, the centered variant (Graves, 2013), as clojure-mxnet's:
+   steps scaled by running estimates of the gradient's mean and variance.
+   opts: {:learning-rate 0.002 :rescale-gradient 1.0 :gamma1 0.95
+   (decay of the averages) :gamma2 0.9 (momentum) :wd 0.0 :clip-gradient 0
+   :lr-scheduler nil}"
   ([{:keys [learning-rate rescale-gradient gamma1 gamma2 wd lr-scheduler clip-gradient] :as opts
      :or {learning-rate 0.002
           rescale-gradient 1.0
@@ -140,14 +143,9 @@
 (s/def ::ada-grad-opts (s/keys :opt-un [::learning-rate ::rescale-gradient ::epsilon ::wd]))
 
 (defn ada-grad
-  " AdaGrad optimizer as described in Duchi, Hazan and Singer, 2011.
-   http://www.jmlr.org/papers/volume12/duchi11a/duchi11a.pdf
-
-   - learning-rate Step size.
-   - epsilon A small number to make the updating processing stable.
-                Default value is set to 1e-7.
-   - rescale-gradient rescaling factor of gradient.
-   - wd L2 regularization coefficient add to all the weights"
+  "AdaGrad (Duchi, Hazan and Singer, 2011): each element's step shrinks
+   with the sum of its squared gradients.
+   opts: {:learning-rate 0.05 :rescale-gradient 1.0 :epsilon 1e-7 :wd 0.0}"
   ([{:keys [learning-rate rescale-gradient epsilon wd] :as opts
      :or {learning-rate 0.05
           rescale-gradient 1.0
@@ -165,22 +163,13 @@
 (s/def ::adam-opts (s/keys :opt-un [::learning-rate ::beta1 ::beta2 ::epsilon ::decay-factor ::wd ::clip-gradient ::lr-scheduler]))
 
 (defn adam
-  "Adam optimizer as described in [King2014]
-
-  [King2014] Diederik Kingma, Jimmy Ba,
-  Adam: A Method for Stochastic Optimization,
-  http://arxiv.org/abs/1412.6980
-
-   - learning-rate  Step size.
-   - beta1  Exponential decay rate for the first moment estimates.
-   - beta2  Exponential decay rate for the second moment estimates.
-   -  epsilon
-   - decay-factor  clojure-mxnet decayed beta1 by it each step; MXNet's Adam,
-     which the engine runs, has no such parameter, so only a value that is
-     1 as a float is accepted (the default, 1 - 1e-8, is); others are refused
-   - wd L2 regularization coefficient add to all the weights
-   - clip-gradient  clip gradient in range [-clip_gradient, clip_gradient]
-   - lr-scheduler The learning rate scheduler"
+  "Adam (Kingma and Ba, 2014): steps from bias-corrected running averages
+   of the gradient (beta1) and its square (beta2).
+   opts: {:learning-rate 0.002 :beta1 0.9 :beta2 0.999 :epsilon 1e-8 :wd 0
+   :clip-gradient 0 :lr-scheduler nil :decay-factor}
+   :decay-factor: clojure-mxnet decayed beta1 by it each step; MXNet's Adam,
+   which the engine runs, has none, so only a value that is 1 as a float is
+   accepted (clojure-mxnet's default, 1 - 1e-8, is) and others are refused."
   ([{:keys [learning-rate beta1 beta2 epsilon decay-factor wd clip-gradient lr-scheduler] :as opts
      :or {learning-rate 0.002
           beta1 0.9
@@ -202,13 +191,10 @@
 (s/def ::sgld-opts (s/keys :opt-un [::learning-rate ::rescale-gradient ::wd ::clip-gradient ::lr-scheduler]))
 
 (defn sgld
-  "Stochastic Langevin Dynamics Updater to sample from a distribution.
-
-  - learning-rate Step size.
-  - rescale-gradient rescaling factor of gradient.
-  - wd L2 regularization coefficient add to all the weights
-  - clip-gradient Float, clip gradient in range [-clip_gradient, clip_gradient]
-  - lr-scheduler The learning rate scheduler"
+  "Stochastic gradient Langevin dynamics: SGD plus Gaussian noise scaled to
+   the learning rate, to sample weights from a posterior.
+   opts: {:learning-rate 0.01 :rescale-gradient 1 :wd 0.0001
+   :clip-gradient 0 :lr-scheduler nil}"
   ([{:keys [learning-rate rescale-gradient wd clip-gradient lr-scheduler] :as opts
      :or {learning-rate 0.01
           rescale-gradient 1

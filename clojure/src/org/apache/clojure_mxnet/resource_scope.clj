@@ -93,11 +93,11 @@
    value. When the forms return (or throw), every NDArray and KVStore
    created inside on this thread is disposed, except those in the returned
    value (see the namespace doc).
-   Example:
+   Example: one step whose temporaries are freed at once
    (resource-scope/using
-     (let [temp-x (ndarray/ones [3 1])
-           temp-y (ndarray/ones [3 1])]
-       (ndarray/+ temp-x temp-y)))   ; temp-x, temp-y disposed; the sum kept"
+     (let [g (ndarray/* grad 0.5)]          ; freed on exit
+       (kvstore/push kv \"w\" g)
+       (kvstore/pull kv \"w\" w)))            ; returns kv, made outside: kept"
   [& forms]
   `(let [scope# (begin!)
          ret# (try
@@ -109,18 +109,13 @@
 
 (defmacro with-do
   "`using` around a `do`: evaluates `forms` in a scope, returns the last value.
-   Example:
-   (resource-scope/with-do
-     (ndarray/ones [3 1])
-     :all-cleaned-up)"
+   Example: (resource-scope/with-do (kvstore/push kv \"w\" (ndarray/ones [2])) :pushed)"
   [& forms]
   `(using (do ~@forms)))
 
 (defmacro with-let
   "`using` around a `let`: `(with-let [bindings*] body*)`.
-   Example:
-   (resource-scope/with-let [temp-x (ndarray/ones [3 1])
-                             temp-y (ndarray/ones [3 1])]
-     (ndarray/+ temp-x temp-y))"
+   Example: (resource-scope/with-let [d (ndarray/- a b)] (ndarray/norm d))
+   frees the difference and keeps its norm."
   [& forms]
   `(using (let ~@forms)))
