@@ -39,7 +39,8 @@ test-clojure: clojure
 # in a scratch directory.
 tutorial: clojure
 	$(VENV)/bin/mxkv tutorial
-	cd "$$(mktemp -d)" && "$(CURDIR)/$(VENV)/bin/mxkv" tutorial "$(CURDIR)/clojure/tutorial/ndarray.clj"
+	d="$$(mktemp -d)"; cd "$$d" && "$(CURDIR)/$(VENV)/bin/mxkv" tutorial "$(CURDIR)/clojure/tutorial/ndarray.clj"; \
+	  s=$$?; rm -rf "$$d"; exit $$s
 
 # Regenerate the MXNet 1.9.1 golden files the parity tests compare against.
 golden:
