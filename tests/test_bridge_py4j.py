@@ -16,6 +16,8 @@ import time
 import pytest
 
 from mxkv import cli
+from mxkv import classpath as cp
+from mxkv.base import MissingDependencyError
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("java") and shutil.which("javac")), reason="no JDK installed")
@@ -23,10 +25,10 @@ pytestmark = pytest.mark.skipif(
 
 def _clojure_available() -> bool:
     try:
-        cli.clojure_jars()
-        cli.py4j_jar()
+        cp.clojure_jars()
+        cp.py4j_jar()
         return True
-    except SystemExit:
+    except MissingDependencyError:
         return False
 
 

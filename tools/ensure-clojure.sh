@@ -44,6 +44,6 @@ if [ ! -x "$PY" ]; then
   PY=python3
 fi
 # Compiles only when a Java source is newer than the last build.
-"$PY" -c 'import runpy, sys; sys.argv = ["mxkv", "build"]; runpy.run_path("python/mxkv/cli.py", run_name="__main__")' 2>&1 \
+PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m mxkv.cli build 2>&1 \
   || { echo "ensure-clojure: compiling clojure/java failed" >&2; exit 1; }
 echo "ensure-clojure: ok ($(java -version 2>&1 | head -1); classes in clojure/classes)"

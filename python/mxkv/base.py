@@ -10,6 +10,7 @@ the error is also that builtin, so code written for either catches it::
     +-- MXNetTypeError (TypeError)
     +-- MXNetIndexError (IndexError)
     +-- MXNetIOError (OSError)
+    +-- MissingDependencyError (ImportError)
 
 Every environment knob (MXNet's ``MXNET_*``/``DMLC_*`` and mxkv's own
 ``MXKV_*``) is read through :func:`env`, so a bad value always gives the
@@ -24,7 +25,7 @@ import numpy as np
 
 __all__ = [
     "MXNetError", "MXNetValueError", "MXNetTypeError", "MXNetIndexError", "MXNetIOError",
-    "UnknownOptimizerError", "numeric_types", "env",
+    "UnknownOptimizerError", "MissingDependencyError", "numeric_types", "env",
 ]
 
 numeric_types = (float, int, np.generic)
@@ -56,6 +57,11 @@ class MXNetIOError(MXNetError, OSError):
 
 class UnknownOptimizerError(MXNetValueError):
     """No optimizer is registered under the name asked for (MXNet: ValueError)."""
+
+
+class MissingDependencyError(MXNetError, ImportError):
+    """An optional part (a JVM, Clojure, Py4J, JPype...) is not installed; the
+    message names what to install."""
 
 
 T = TypeVar("T")

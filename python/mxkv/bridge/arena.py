@@ -17,6 +17,10 @@ when a result reports a larger size.
 Array contents are *copied* into these files or out of them: nothing in them
 is shared with a live NDArray. Files of engines that died without cleaning up
 are removed by the next engine that starts.
+
+An engine in the JVM's own process (the JPype transport) keeps the same two
+memories as anonymous mappings instead (``Arena(memory=True)``): no file, and
+the JVM reaches them as direct buffers (:meth:`Arena.buffer`).
 """
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ from ..base import env
 
 __all__ = ["Arena", "shm_dir", "remove_stale", "PARALLEL_BYTES", "HEADER", "FOLLOW_SUPPORTED"]
 
-_NAME = re.compile(r"^mxkv-(\d+)-(?:arena|regions)$")
+_NAME = re.compile(r"^mxkv-(\d+)-(?:arena|regions|share-\d+)$")
 #: Copies of at least this many bytes are split across threads (numpy
 #: releases the GIL while copying; one core does not saturate memory).
 PARALLEL_BYTES = 4 << 20
@@ -91,32 +95,74 @@ def remove_stale(directory: Optional[str] = None) -> list:
     return removed
 
 
-class Arena:
-    """A growable shared-memory file mapped into this process.
+def _rss_of(mm: Optional[mmap.mmap]) -> int:
+    """Resident bytes of an anonymous mapping, from /proc/self/smaps (0 when unknown)."""
+    if mm is None:
+        return 0
+    import ctypes
 
-    ``name`` is the file's kind: ``arena`` (the scratch arena) or ``regions``
-    (the file holding the JVM's region-backed vectors).
+    try:
+        start = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+    except (TypeError, ValueError):
+        return 0
+    try:
+        with open("/proc/self/smaps") as f:
+            inside = False
+            for line in f:
+                head = line.split(None, 1)[0]
+                if "-" in head and not head.endswith(":"):
+                    lo = int(head.split("-")[0], 16)
+                    inside = lo == start
+                elif inside and head == "Rss:":
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+class Arena:
+    """A growable memory mapped into this process, shared with the JVM.
+
+    ``name`` is the memory's kind: ``arena`` (the scratch arena) or
+    ``regions`` (the space holding the JVM's region-backed vectors). By
+    default it is a file in :func:`shm_dir` that the JVM maps too; with
+    ``memory=True`` (the JVM runs in this process) an anonymous mapping that
+    the JVM reaches through :meth:`buffer`, and ``path`` is ``mem:<name>``.
     """
 
     def __init__(self, directory: Optional[str] = None, size: int = _MIN_SIZE,
-                 name: str = "arena") -> None:
-        self.path = os.path.join(directory or shm_dir(), f"mxkv-{os.getpid()}-{name}")
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+                 name: str = "arena", memory: bool = False) -> None:
+        self.memory = memory
+        if memory:
+            self.path = f"mem:{name}"
+            self._fd = -1
+        else:
+            self.path = os.path.join(directory or shm_dir(), f"mxkv-{os.getpid()}-{name}")
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         self.size = 0
         self._mm: Optional[mmap.mmap] = None
         self._pool: Optional[ThreadPoolExecutor] = None
         self.ensure(size)
 
     def ensure(self, nbytes: int) -> int:
-        """Grow (never shrink) to hold at least ``nbytes``; return the size."""
+        """Grow (never shrink) to hold at least ``nbytes``; return the size.
+
+        A file keeps its contents; an anonymous memory starts anew (the
+        scratch arena holds one transfer at a time, and the region space is
+        sized once, before its first region). A buffer the JVM still holds
+        keeps the old mapping alive.
+        """
         if nbytes <= self.size:
             return self.size
         size = max(_MIN_SIZE, self.size)
         while size < nbytes:
             size *= 2
-        os.ftruncate(self._fd, size)
         old = self._mm
-        self._mm = mmap.mmap(self._fd, size)
+        if self.memory:
+            self._mm = mmap.mmap(-1, size)
+        else:
+            os.ftruncate(self._fd, size)
+            self._mm = mmap.mmap(self._fd, size)
         self.size = size
         if old is not None:
             try:
@@ -125,12 +171,25 @@ class Arena:
                 pass
         return size
 
+    def buffer(self, limit: int = (1 << 31) - 1) -> memoryview:
+        """The whole memory (at most ``limit`` bytes: one Java buffer's most),
+        for a direct buffer on the JVM side."""
+        return memoryview(self._mm)[:min(self.size, limit)]
+
     def resident(self) -> int:
-        """Bytes of memory the file uses (it may be sparse)."""
+        """Bytes of memory the file (or anonymous memory) uses; it may be sparse."""
+        if self.memory:
+            return _rss_of(self._mm)
         return os.fstat(self._fd).st_blocks * 512
 
     def fs_bytes(self) -> int:
-        """The size of the file system holding the file (0 when unknown)."""
+        """The size of the file system holding the file (0 when unknown); for
+        an anonymous memory, the machine's memory."""
+        if self.memory:
+            try:
+                return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+            except (ValueError, OSError, AttributeError):
+                return 0
         try:
             st = os.fstatvfs(self._fd)
         except OSError:
@@ -250,10 +309,11 @@ class Arena:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
+        if not self.memory:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
         if self._pool is not None:
             self._pool.shutdown(wait=False)
             self._pool = None

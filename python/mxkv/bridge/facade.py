@@ -36,6 +36,7 @@ import numpy as np
 
 from ..base import MXNetTypeError, MXNetValueError, env
 from .arena import FOLLOW_SUPPORTED, HEADER, Arena
+from .interop_ops import InteropOps
 from .kvstore_ops import KVStoreOps
 from .ndarray_ops import NDArrayOps
 from .registry import OPS, op
@@ -48,7 +49,7 @@ __all__ = ["EngineFacade", "OPS"]
 ENGINE_ERROR = "mxnet-error"
 
 
-class EngineFacade(NDArrayOps, KVStoreOps):
+class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
     """Implements ``org.apache.clojure_mxnet.bridge.Engine`` in Python.
 
     Parameters
@@ -59,17 +60,30 @@ class EngineFacade(NDArrayOps, KVStoreOps):
     arena : Arena, optional
         The shared-memory scratch arena; one is created when omitted. The
         region file (``regions``) is created next to it.
+    memory : bool, optional
+        The JVM runs in this process (the JPype transport): the arena and the
+        region space are anonymous memory the JVM reaches through direct
+        buffers, not files.
     """
 
     class Java:
         implements = ["org.apache.clojure_mxnet.bridge.Engine"]
 
-    def __init__(self, backend: str | None = None, arena: Arena | None = None) -> None:
+    def __init__(self, backend: str | None = None, arena: Arena | None = None,
+                 memory: bool = False) -> None:
         self.backend = backend or env("MXKV_BRIDGE_BACKEND", "mxkv")
         self.mx = importlib.import_module(self.backend)
-        self.arena = arena if arena is not None else Arena()
-        self.regions = Arena(os.path.dirname(self.arena.path), name="regions")
+        self.memory = memory
+        if memory:
+            self.arena = arena if arena is not None else Arena(memory=True)
+            self.regions = Arena(name="regions", memory=True)
+        else:
+            self.arena = arena if arena is not None else Arena()
+            self.regions = Arena(os.path.dirname(self.arena.path), name="regions")
         self._objects: Dict[int, Any] = {}
+        #: set by the host when the JVM must tell this engine from others in the process
+        self.engine_id: int | None = None
+        self._init_interop()
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
         self.calls = 0
@@ -103,6 +117,8 @@ class EngineFacade(NDArrayOps, KVStoreOps):
             "regions": self.regions.path,
             "shm_bytes": self.regions.fs_bytes(),
             "follow": FOLLOW_SUPPORTED,
+            "memory": self.memory,
+            "engine_id": self.engine_id,
         })
 
     @staticmethod
@@ -201,3 +217,4 @@ class EngineFacade(NDArrayOps, KVStoreOps):
             self._objects.clear()
             self.arena.close()
             self.regions.close()
+            self._close_interop()

@@ -4,9 +4,20 @@
    Every namespace of the API calls the engine through this one, and this one
    only through `org.apache.clojure_mxnet.bridge.Engine`: a connection is a
    map holding an Engine plus what its transport provides (is the engine
-   alive, the shared-memory arena, how to close it). The default transport is
-   Py4J with the JVM first (`start-py4j`); a connection from any other
-   transport can be installed with `use-connection!`.
+   alive, the shared-memory arena, how to close it). Transports:
+
+   - Py4J, JVM first (`start-py4j`): the JVM spawns `python -m mxkv.bridge`;
+     array data crosses through the engine's /dev/shm files.
+   - JPype, Python first (`start-jpype`): Python hosts this JVM
+     (`mxkv.jvm.start()`, `mxkv clj --transport jpype`) and the engine lives
+     in the same process; array data crosses through direct buffers over the
+     engine's memory.
+   - Py4J, Python first (`attach`): a running Python program serves engines
+     (`mxkv.bridge.serve()`) and this JVM attaches with the address and
+     secret from the file the program wrote.
+
+   `transport` names the one the default connection uses; `start` starts a
+   connection over it; `use-connection!` installs any connection.
 
    Control calls (`call`) send an operation name and JSON arguments and get
    JSON back: handles and keys, never array contents. Array contents cross
@@ -29,8 +40,11 @@
            (java.nio ByteBuffer)
            (java.util.concurrent Callable ExecutorService Executors ThreadFactory)
            (java.net SocketTimeoutException)
-           (org.apache.clojure_mxnet.bridge Arena Engine FloatVector Handles Handles$Handle Json
-                                            Py4JTransport Regions)))
+           (java.nio.file Files LinkOption)
+           (java.nio.file.attribute PosixFilePermission)
+           (org.apache.clojure_mxnet.bridge Arena DirectEngine Engine FloatVector Handles
+                                            Handles$Handle JPypeTransport Json Mapper
+                                            Py4JTransport Py4JTransport$Attached Regions)))
 
 (set! *warn-on-reflection* true)
 
@@ -113,13 +127,34 @@
                 .getParentFile .getParentFile .getParentFile .getParentFile .getParentFile
                 .getParentFile)))))
 
+(defn- package-python
+  "The interpreter of the Python installation whose mxkv package holds the
+   jar these sources were loaded from
+   (<prefix>/lib/pythonX.Y/site-packages/mxkv/_clojure/mxkv.jar -> <prefix>/bin/python3),
+   or nil."
+  []
+  (when-let [url (io/resource "org/apache/clojure_mxnet/bridge.clj")]
+    (when (= "jar" (.getProtocol ^java.net.URL url))
+      (let [spec (.getPath ^java.net.URL url)
+            jar (io/file (java.net.URI. (subs spec 0 (.indexOf spec "!"))))
+            site (some-> jar .getParentFile .getParentFile .getParentFile)]
+        (when (and site (#{"site-packages" "dist-packages"} (.getName ^File site)))
+          (let [prefix (some-> site .getParentFile .getParentFile .getParentFile)]
+            (some (fn [exe] (let [f (io/file prefix "bin" exe)]
+                              (when (.canExecute f) (.getPath f))))
+                  ["python3" "python"])))))))
+
 (defn python-command
-  "The engine's interpreter: `MXKV_PYTHON`, else the project's .venv, else python3."
+  "The engine's interpreter: `MXKV_PYTHON`, else the JVM property
+   `mxkv.python`, else the checkout's .venv, else the Python whose mxkv
+   package holds the jar on the classpath, else python3."
   []
   (or (not-empty (System/getenv "MXKV_PYTHON"))
+      (not-empty (System/getProperty "mxkv.python"))
       (when-let [root (project-root)]
         (let [py (io/file root ".venv" "bin" "python")]
           (when (.canExecute py) (.getPath py))))
+      (package-python)
       "python3"))
 
 (defn- engine-env []
@@ -187,13 +222,17 @@
 
 (defn connect
   "A connection over `engine` (an org.apache.clojure_mxnet.bridge.Engine).
-   `transport` keys: :alive? (fn [] bool), :exit-code (fn [] int|nil),
-   :close (fn []), :map-arena (fn [path size] ByteBuffer), :pid, :timeout-ms."
+   `transport` keys: :kind (:py4j, :jpype, :attached), :alive? (fn [] bool),
+   :exit-code (fn [] int|nil), :close (fn []), :pid, :timeout-ms, and how the
+   engine's memories are reached: :mapper (an org.apache.clojure_mxnet.bridge.Mapper
+   for the region space; default: map its file) and :arena (an Arena; default:
+   one mapping the arena's file)."
   [^Engine engine transport]
   (let [info (Json/parse (.info engine))
-        arena (Arena.)
+        ^Arena arena (or (:arena transport) (Arena.))
         conn (merge {:alive? (constantly true) :exit-code (constantly nil) :close (fn [])
-                     :map-arena (fn [path size] (.buffer arena path size))}
+                     :map-arena (fn [path size] (.buffer arena path size))
+                     :mapper Mapper/FILES}
                     transport
                     {:engine engine :handles (Handles. engine) :arena arena :info info
                      :regions (regions info)
@@ -216,22 +255,111 @@
                               (throw (ex-info (.getMessage e) {:type :engine-start-failed
                                                                :command cmd} e))))]
      (connect (.engine t)
-              {:alive? #(.isAlive t)
+              {:kind :py4j
+               :alive? #(.isAlive t)
                :exit-code #(.exitCode t)
                :close #(.close t)
                :pid (.pid t)
                :timeout-ms call-timeout-ms
                :transport t}))))
 
+(defn start-jpype
+  "Starts an engine in this process over JPype and returns its connection.
+   Python must host this JVM (`mxkv.jvm.start()`, `mxkv clj --transport
+   jpype`); array data crosses through direct buffers over the engine's
+   memory, calls are JNI calls (no socket, no timeout)."
+  []
+  (let [^DirectEngine e (try (JPypeTransport/start)
+                             (catch IllegalStateException ex
+                               (throw (ex-info (.getMessage ex) {:type :engine-start-failed
+                                                                 :transport :jpype} ex))))
+        open? (atom true)]
+    (connect e {:kind :jpype
+                :alive? #(deref open?)
+                :close #(when (compare-and-set! open? true false) (.close e))
+                :timeout-ms 0
+                :arena (Arena. (Mapper/direct e "arena"))
+                :mapper (Mapper/direct e "regions")})))
+
+(defn- owner-only?
+  "True when only the file's owner may read or write `f` (POSIX permissions)."
+  [^File f]
+  (let [perms (Files/getPosixFilePermissions (.toPath f) (make-array LinkOption 0))]
+    (not-any? #(contains? perms %)
+              [PosixFilePermission/GROUP_READ PosixFilePermission/GROUP_WRITE
+               PosixFilePermission/OTHERS_READ PosixFilePermission/OTHERS_WRITE])))
+
+(defn attach
+  "Attaches to a running Python program that serves engines over Py4J
+   (`mxkv.bridge.serve()`): reads the address, port and secret from
+   `attach-file` (which only its owner may read; anything else is refused),
+   and returns a connection to a new engine of that program. Closing the
+   connection leaves the program running. Options: :call-timeout-ms."
+  ([attach-file] (attach attach-file {}))
+  ([attach-file {:keys [call-timeout-ms]
+                 :or {call-timeout-ms (env-long "MXKV_CALL_TIMEOUT_MS" 60000)}}]
+   (let [f (io/file attach-file)]
+     (when-not (.isFile f)
+       (throw (ex-info (str "no attach file at " f ": start the Python side with "
+                            "mxkv.bridge.serve() and pass the path it reports")
+                       {:type :engine-unreachable :file (str f)})))
+     (when-not (owner-only? f)
+       (throw (ex-info (str "refusing " f ": it holds a secret but others may read it "
+                            "(chmod 600 it, or let mxkv.bridge.serve() write it)")
+                       {:type :engine-unreachable :file (str f)})))
+     (let [{:keys [address port secret pid]} (Json/parse (slurp f))
+           ^Py4JTransport$Attached t
+           (try (Py4JTransport/attach ^String address (int port) ^String secret (int call-timeout-ms))
+                (catch Exception e
+                  (throw (ex-info (str "cannot attach to the mxkv engine server at " address ":"
+                                       port " (pid " pid "): " (.getMessage e))
+                                  {:type :engine-unreachable :file (str f) :pid pid} e))))
+           alive? #(and (not (.isClosed t))
+                        (.isPresent (java.lang.ProcessHandle/of (long pid))))]
+       (connect (.engine t) {:kind :attached
+                             :alive? alive?
+                             :close #(.close t)
+                             :pid pid
+                             :timeout-ms call-timeout-ms})))))
+
+(defn transport
+  "The transport a new default connection uses: the JVM property
+   `mxkv.transport`, else the environment variable `MXKV_TRANSPORT`
+   (`py4j` or `jpype`), else :jpype when Python hosts this JVM and :py4j
+   otherwise."
+  []
+  (let [v (or (not-empty (System/getProperty "mxkv.transport"))
+              (not-empty (System/getenv "MXKV_TRANSPORT")))]
+    (case (some-> v str/trim str/lower-case)
+      nil (if (JPypeTransport/isHosted) :jpype :py4j)
+      "py4j" :py4j
+      "jpype" :jpype
+      (throw (ex-info (str "unknown mxkv transport " (pr-str v) ": expected py4j or jpype")
+                      {:type :invalid-argument :transport v})))))
+
+(defn start
+  "Starts a new engine over `kind` (default: `transport`) and returns its
+   connection."
+  ([] (start (transport)))
+  ([kind]
+   (case kind
+     :py4j (start-py4j)
+     :jpype (start-jpype))))
+
+(defn kind
+  "How `conn` reaches its engine: :py4j, :jpype or :attached."
+  [conn]
+  (:kind conn))
+
 (defonce ^:private current (atom nil))
 
 (defn connection
-  "The default connection, started on first use."
+  "The default connection, started on first use over `transport`."
   []
   (or @current
       (locking current
         (or @current
-            (reset! current (start-py4j))))))
+            (reset! current (start))))))
 
 (defn use-connection!
   "Makes `conn` the default connection (closing none); returns it."
@@ -365,10 +493,52 @@
         (.cancel fut true)
         (throw e)))))
 
+(declare read-floats-shm)
+
+(def ^:private direct-error-prefix
+  "An in-process engine's method that returns a buffer reports an engine
+   error as a Java exception with this message prefix, then the error map as
+   JSON."
+  "mxkv-engine-error:")
+
+(defn- direct-error
+  "The ex-info for exception `ex` thrown by an in-process engine's method."
+  [conn op ^Exception ex]
+  (let [m (str (.getMessage ex))
+        i (.indexOf m ^String direct-error-prefix)]
+    (if (>= i 0)
+      (engine-error op (Json/parse (subs m (+ i (count direct-error-prefix)))))
+      (transport-error conn op ex))))
+
+(defn- direct
+  "The in-process engine of `conn` (JPype), or nil."
+  ^DirectEngine [conn]
+  (let [e (:engine conn)]
+    (when (instance? DirectEngine e) e)))
+
+(defn- direct-view
+  "Over JPype: `n` elements of array `id` as `dtype` (float32, float64,
+   int32 or raw), a native-order buffer over the array's own memory when it
+   has that dtype, else over a converted copy the engine made for it."
+  ^ByteBuffer [conn id dtype]
+  (let [^DirectEngine e (direct conn)]
+    (try
+      (.order (.view e (long id) ^String dtype) (java.nio.ByteOrder/nativeOrder))
+      (catch Exception ex
+        (throw (direct-error conn "nd.view" ex))))))
+
 (defn read-floats
   "COPIES `n` elements of array `id` out of the engine as a new float[]
-   (converting from the array's dtype); chunked through the arena. Large
-   reads are followed: the JVM copies out while the engine copies in."
+   (converting from the array's dtype). Over JPype one copy out of the
+   array's own memory (a direct buffer over it); else chunked through the
+   arena, large reads followed: the JVM copies out while the engine copies
+   in."
+  ^floats [conn id n]
+  (if (direct conn)
+    (Arena/readFloats (direct-view conn id "float32") 0 (int n))
+    (read-floats-shm conn id n)))
+
+(defn- read-floats-shm
   ^floats [conn id n]
   (let [n (int n)
         chunk (quot max-chunk-bytes 4)
@@ -402,13 +572,18 @@
    primitive array: `kind` is :double (double[]), :int (int[]) or :raw (the
    array's own bytes, byte[])."
   [conn id n kind]
-  (locking (:arena conn)
-    (let [[off nbytes path size] (call conn "nd.read" [id (case kind :double "float64" :int "int32" :raw "raw") 0 n false])
-          buf (arena-buffer conn path size)]
-      (case kind
-        :double (Arena/readDoubles buf (long off) (int n))
-        :int (Arena/readInts buf (long off) (int n))
-        :raw (Arena/readBytes buf (long off) (int nbytes))))))
+  (let [dtype (case kind :double "float64" :int "int32" :raw "raw")
+        read (fn [^ByteBuffer buf off nbytes]
+               (case kind
+                 :double (Arena/readDoubles buf (long off) (int n))
+                 :int (Arena/readInts buf (long off) (int n))
+                 :raw (Arena/readBytes buf (long off) (int nbytes))))]
+    (if (direct conn)
+      (let [buf (direct-view conn id dtype)]
+        (read buf 0 (.capacity buf)))
+      (locking (:arena conn)
+        (let [[off nbytes path size] (call conn "nd.read" [id dtype 0 n false])]
+          (read (arena-buffer conn path size) off nbytes))))))
 
 (defn write-floats
   "COPIES `data` (float[]) into the arena's data area and runs `op` with
@@ -460,7 +635,7 @@
                                   (vreset! done? (engine-done? e))
                                   (throw e)))]
             (vreset! done? true)
-            (.vector r ^String path (long size) off n))
+            (.vector r ^Mapper (:mapper conn) ^String path (long size) off n))
           (catch Throwable e
             ;; A region is returned only once the engine is known to be done
             ;; with it; after a timeout it may still write there, so it stays
@@ -474,3 +649,22 @@
    :allocations, :reused, :frees, :collections, :free-blocks."
   ([] (region-stats (connection)))
   ([conn] (into {} (map (fn [[k v]] [(keyword k) v])) (.stats ^Regions (:regions conn)))))
+
+;;; ------------------------------------------------------------------ shared memory
+
+(defn share
+  "SHARES the memory of CPU array `id`: a native-order ByteBuffer over the
+   engine array's own bytes, so that a write on either side is seen on the
+   other, without a copy. Over JPype any dense CPU array; across processes
+   (Py4J) only arrays made in shared memory (`nd.create_shared`), whose file
+   this JVM maps. The buffer stays valid after the array is dropped."
+  ^ByteBuffer [conn id]
+  (if-let [^DirectEngine e (direct conn)]
+    (try
+      (.order (.share e (long id)) (java.nio.ByteOrder/nativeOrder))
+      (catch Exception ex
+        (throw (direct-error conn "nd.share" ex))))
+    (let [[path off nbytes] (call conn "nd.share" [id])]
+      (-> (.map Mapper/FILES ^String path (+ (long off) (long nbytes)))
+          (.slice (int off) (int nbytes))
+          (.order (java.nio.ByteOrder/nativeOrder))))))

@@ -1,11 +1,7 @@
 package org.apache.clojure_mxnet.bridge;
 
-import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.lang.invoke.MethodHandles;
@@ -18,9 +14,11 @@ import java.util.concurrent.Future;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The JVM's view of the engine's shared-memory arena: one /dev/shm file that
- * the engine creates and grows, mapped once here with {@link FileChannel#map}
- * and remapped only when the engine reports it grew.
+ * The JVM's view of the engine's scratch arena: over Py4J one /dev/shm file
+ * that the engine creates and grows, mapped once here with
+ * {@link java.nio.channels.FileChannel#map}; over JPype the in-process
+ * engine's memory itself, as a direct buffer (see {@link Mapper}). Mapped
+ * again only when the engine reports it grew.
  *
  * <p>This is the scratch arena: the engine copies an array into it and the
  * JVM bulk-copies out of it ({@code to-array}, a small {@code ->vec}), or the
@@ -49,26 +47,30 @@ public final class Arena {
     private static final VarHandle LONGS =
             MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
 
+    private final Mapper mapper;
     private String path;
     private long size;
     private ByteBuffer buf;
 
-    /** The mapped arena, at least {@code size} bytes of the file at {@code path}. */
+    /** The arena of an engine in another process: its /dev/shm file, mapped. */
+    public Arena() {
+        this(Mapper.FILES);
+    }
+
+    /** The arena reached through {@code mapper} (an in-process engine's memory). */
+    public Arena(Mapper mapper) {
+        this.mapper = mapper;
+    }
+
+    /** The arena, at least {@code size} bytes of the memory at {@code path}. */
     public synchronized ByteBuffer buffer(String path, long size) {
         if (buf == null || !path.equals(this.path) || size > this.size) {
             if (size > Integer.MAX_VALUE) {
                 throw new IllegalArgumentException("arena of " + size + " bytes exceeds one mapping");
             }
-            try (RandomAccessFile f = new RandomAccessFile(path, "rw");
-                 FileChannel ch = f.getChannel()) {
-                MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
-                m.order(ByteOrder.nativeOrder());
-                this.buf = m;
-                this.path = path;
-                this.size = size;
-            } catch (IOException e) {
-                throw new IllegalStateException("cannot map the engine's arena " + path + ": " + e, e);
-            }
+            this.buf = mapper.map(path, size);
+            this.path = path;
+            this.size = size;
         }
         return buf;
     }

@@ -11,9 +11,12 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
+import java.util.function.Supplier;
+
 import javax.net.SocketFactory;
 
 import py4j.CallbackClient;
+import py4j.Gateway;
 import py4j.GatewayServer;
 
 /**
@@ -27,6 +30,10 @@ import py4j.GatewayServer;
  * away, however it goes. Calls into the engine carry a socket read timeout
  * (the call timeout): an engine that froze makes a call fail after that long
  * instead of hanging; one that died makes it fail at once.
+ *
+ * <p>The other way round, Python first ({@link #attach}): a running Python
+ * program serves engines ({@code mxkv.bridge.serve()}) on a loopback
+ * callback server guarded by a secret, and this JVM attaches to it.
  */
 public final class Py4JTransport implements AutoCloseable {
 
@@ -241,6 +248,68 @@ public final class Py4JTransport implements AutoCloseable {
             Runtime.getRuntime().removeShutdownHook(hook);
         } catch (IllegalStateException e) {
             // the JVM is already shutting down
+        }
+    }
+
+    /**
+     * Attaches to a Python program serving engines over Py4J: its callback
+     * server listens at {@code address:port} and expects {@code secret}. Its
+     * entry point is a factory of engines (a {@link Supplier}); each attach
+     * gets an engine of its own (its own handles and shared memory), over
+     * which the program's published objects are reachable.
+     */
+    @SuppressWarnings("unchecked")
+    public static Attached attach(String address, int port, String secret, int callTimeoutMs)
+            throws IOException {
+        InetAddress addr = InetAddress.getByName(address);
+        CallbackClient cb = new CallbackClient(port, addr, secret, 0, TimeUnit.SECONDS,
+                SocketFactory.getDefault(), false, callTimeoutMs);
+        Gateway gateway = new Gateway(null, cb);
+        try {
+            Supplier<Engine> factory = (Supplier<Engine>) cb.getPythonServerEntryPoint(
+                    gateway, new Class[] {Supplier.class});
+            Engine engine = factory.get();
+            if (engine == null) {
+                throw new IllegalStateException("the serving program gave no engine");
+            }
+            return new Attached(cb, engine);
+        } catch (RuntimeException e) {
+            cb.shutdown();
+            throw e;
+        }
+    }
+
+    /** An engine of a Python program this JVM attached to; closing leaves the program running. */
+    public static final class Attached implements AutoCloseable {
+        private final CallbackClient client;
+        private final Engine engine;
+        private volatile boolean closed;
+
+        Attached(CallbackClient client, Engine engine) {
+            this.client = client;
+            this.engine = engine;
+        }
+
+        public Engine engine() {
+            return engine;
+        }
+
+        public boolean isClosed() {
+            return closed;
+        }
+
+        /** Ends this JVM's connections to the program (its engine objects go with the GC there). */
+        @Override
+        public synchronized void close() {
+            if (!closed) {
+                closed = true;
+                try {
+                    engine.call("close", "");
+                } catch (RuntimeException e) {
+                    // the program is gone
+                }
+                client.shutdown();
+            }
         }
     }
 

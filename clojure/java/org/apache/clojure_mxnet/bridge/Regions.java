@@ -1,12 +1,8 @@
 package org.apache.clojure_mxnet.bridge;
 
-import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -255,19 +251,21 @@ public final class Regions {
     }
 
     /** The file mapped, at least {@code size} bytes of it (at most the cap). */
-    public synchronized ByteBuffer buffer(String path, long size) {
+    public ByteBuffer buffer(String path, long size) {
+        return buffer(Mapper.FILES, path, size);
+    }
+
+    /**
+     * The region space reached through {@code mapper} (a file over Py4J, the
+     * in-process engine's memory over JPype), at least {@code size} bytes of
+     * it (at most the cap).
+     */
+    public synchronized ByteBuffer buffer(Mapper mapper, String path, long size) {
         long want = Math.min(size, MAX_CAP);
         if (map == null || !path.equals(this.path) || want > mapped) {
-            try (RandomAccessFile f = new RandomAccessFile(path, "rw");
-                 FileChannel ch = f.getChannel()) {
-                MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_WRITE, 0, want);
-                m.order(ByteOrder.nativeOrder());
-                this.map = m;
-                this.path = path;
-                this.mapped = want;
-            } catch (IOException e) {
-                throw new IllegalStateException("cannot map the engine's region file " + path + ": " + e, e);
-            }
+            this.map = mapper.map(path, want);
+            this.path = path;
+            this.mapped = want;
         }
         return map;
     }
@@ -307,12 +305,17 @@ public final class Regions {
      * vector (and every vector sharing it) is unreachable.
      */
     public FloatVector vector(String path, long size, long off, int n) {
+        return vector(Mapper.FILES, path, size, off, n);
+    }
+
+    /** {@link #vector(String, long, long, int)} over memory reached through {@code mapper}. */
+    public FloatVector vector(Mapper mapper, String path, long size, long off, int n) {
         long nbytes = 4L * n;
         if (off + nbytes > Math.min(size, MAX_CAP)) {
             throw new IllegalArgumentException("region at " + off + " of " + nbytes
                     + " bytes is past the file's end (" + size + ")");
         }
-        ByteBuffer m = buffer(path, size);
+        ByteBuffer m = buffer(mapper, path, size);
         FloatBuffer fb = m.slice((int) off, (int) nbytes).order(ByteOrder.nativeOrder())
                 .asFloatBuffer().asReadOnlyBuffer();
         Region region = new Region(off, nbytes);

@@ -1,0 +1,193 @@
+"""Objects handed between a Python program and the JVM, and arrays whose
+memory both sides share.
+
+*Handing over.* A Python program that hosts or serves the JVM names its
+objects (:meth:`InteropOps.publish`); Clojure asks for one by name
+(``obj.published``) and gets a handle to the **same** object: a store pushed
+from Clojure is the store the Python loop pulls from. :meth:`describe` is
+what both directions send: ``{"kind": "ndarray", "meta": [...]}`` or
+``{"kind": "kvstore", "id": h, "type": "local"}``.
+
+*Sharing memory.* In the JVM's own process (JPype) every CPU array is
+shareable: :meth:`share_array` is the numpy buffer the JVM wraps in a direct
+buffer. Across processes (Py4J) only memory both processes map can be
+shared: ``nd.create_shared`` makes an array on ``cpu_shared(0)`` whose
+buffer is a file in the shared-memory directory, and ``nd.share`` tells the
+JVM where (file, offset, length) an array made that way, or a view of one,
+lives. The file is removed when the engine drops the array's last view.
+"""
+from __future__ import annotations
+
+import itertools
+import mmap
+import os
+import weakref
+from typing import Any, Dict
+
+import numpy as np
+
+from .arena import shm_dir
+from .registry import op
+
+__all__ = ["InteropOps"]
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _mmap_of(arr: np.ndarray):
+    """The mmap object at the bottom of ``arr``'s base chain, or None."""
+    base = arr
+    while base is not None:
+        if isinstance(base, mmap.mmap):
+            return base
+        if isinstance(base, memoryview):
+            base = base.obj
+            continue
+        base = getattr(base, "base", None)
+    return None
+
+
+class InteropOps:
+    """Mixin of EngineFacade: needs ``mx``, ``memory``, ``put``, ``nd``, ``meta``."""
+
+    def _init_interop(self) -> None:
+        #: published objects; a host shares one table among its engines (use_names)
+        self._names: Dict[str, Any] = {}
+        # id(mmap) -> (weak reference to the mmap, file path) for shared arrays
+        self._shm: Dict[int, tuple] = {}
+        self._shm_ids = itertools.count(1)
+
+    def use_names(self, names: Dict[str, Any]) -> None:
+        """Publish from ``names`` (a table the host shares among its engines)."""
+        self._names = names
+
+    def _close_interop(self) -> None:
+        self._names = {}
+        for ref, path in list(self._shm.values()):
+            _unlink(path)
+        self._shm.clear()
+
+    # ------------------------------------------------------------ handing over
+    def publish(self, name: str, obj: Any) -> None:
+        """Make ``obj`` (an NDArray or a KVStore) reachable from the JVM as ``name``."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a published name is a non-empty string, not {name!r}")
+        self._kind(obj)
+        with self._lock:
+            self._names[name] = obj
+
+    def unpublish(self, name: str) -> None:
+        with self._lock:
+            self._names.pop(name, None)
+
+    @staticmethod
+    def _kind(obj: Any) -> str:
+        if hasattr(obj, "push") and hasattr(obj, "pull"):
+            return "kvstore"
+        if hasattr(obj, "shape") and hasattr(obj, "context"):
+            return "ndarray"
+        raise TypeError(f"only NDArrays and KVStores cross to the JVM, not "
+                        f"{type(obj).__name__}")
+
+    def describe(self, obj: Any) -> dict:
+        """A new handle to ``obj`` and what the JVM needs to wrap it."""
+        kind = self._kind(obj)
+        with self._lock:
+            if kind == "kvstore":
+                return {"kind": kind, "id": self.put(obj), "type": obj.type}
+            return {"kind": kind, "meta": self.meta(obj)}
+
+    @op("obj.published")
+    def _published(self, name):
+        try:
+            obj = self._names[name]
+        except KeyError:
+            known = ", ".join(sorted(self._names)) or "none"
+            raise KeyError(f"no object is published as {name!r} (published: {known})") from None
+        return self.describe(obj)
+
+    @op("obj.names")
+    def _names_op(self):
+        return sorted(self._names)
+
+    # ------------------------------------------------------------ shared memory
+    @op("nd.create_shared")
+    def _nd_create_shared(self, shape, dtype="float32"):
+        """A zero-filled array on ``cpu_shared(0)`` whose memory the JVM can map."""
+        shape = tuple(int(d) for d in shape)
+        dt = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if self.memory:
+            host = np.zeros(shape, dtype=dt)
+        else:
+            path = os.path.join(shm_dir(), f"mxkv-{os.getpid()}-share-{next(self._shm_ids)}")
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.ftruncate(fd, max(1, count * dt.itemsize))
+                mm = mmap.mmap(fd, max(1, count * dt.itemsize))
+            except BaseException:
+                _unlink(path)
+                raise
+            finally:
+                os.close(fd)
+            key = id(mm)
+            self._shm[key] = (weakref.ref(mm), path)
+            weakref.finalize(mm, self._forget_shared, key, path)
+            host = np.frombuffer(mm, dtype=dt, count=count).reshape(shape)
+        arr = self.mx.nd.NDArray(host, ctx=self.mx.Context("cpu_shared", 0))
+        return self.meta(arr)
+
+    def _forget_shared(self, key: int, path: str) -> None:
+        self._shm.pop(key, None)
+        _unlink(path)
+
+    @op("nd.share")
+    def _nd_share(self, h):
+        """Where array ``h``'s memory lives for another process: [path, offset, nbytes]."""
+        host = self.share_array(h)
+        if self.memory:
+            raise ValueError("this engine runs in the JVM's process: the JVM shares its arrays "
+                             "through direct buffers, not files")
+        mm = _mmap_of(host)
+        entry = self._shm.get(id(mm)) if mm is not None else None
+        if entry is None or entry[0]() is not mm:
+            raise ValueError(
+                f"array {h} lives in the engine process's private memory: across processes "
+                "(Py4J) only arrays made in shared memory can be shared (Clojure: "
+                "(mxkv.interop/shared-array shape); Python: the engine's nd.create_shared); "
+                "over JPype every CPU array can be")
+        base = np.frombuffer(mm, dtype=np.uint8)
+        offset = host.ctypes.data - base.ctypes.data
+        del base
+        return [entry[1], int(offset), int(host.nbytes)]
+
+    def view_array(self, h, dtype: str) -> np.ndarray:
+        """Array ``h``'s contents as ``dtype`` ("raw": its own): its own buffer
+        when it is a CPU array of that dtype (no copy), else a converted
+        host copy."""
+        arr = self.nd(h)
+        host = self.host(arr)
+        if dtype == "raw" or host.dtype == np.dtype(dtype):
+            return host
+        return np.asarray(host, dtype=dtype)
+
+    @op("close")
+    def _close_op(self):
+        """Drop every object and free the memory (an attached JVM leaving)."""
+        self.close()
+
+    def share_array(self, h) -> np.ndarray:
+        """The numpy buffer of CPU array ``h`` itself (no copy), for sharing."""
+        arr = self.nd(h)
+        if getattr(arr, "stype", "default") != "default":
+            raise TypeError(f"array {h} is {arr.stype}: only dense arrays share their memory")
+        host = getattr(arr, "_array", None)
+        if not isinstance(host, np.ndarray):
+            raise TypeError(f"array {h} lives on {arr.context}, not in host memory: copy it "
+                            "to the CPU (as-in-context) to share it")
+        return host

@@ -1,0 +1,327 @@
+"""Where the Clojure side of mxkv lives, and the JVM classpath that reaches it.
+
+Two layouts, found in this order:
+
+* a **checkout** (``MXKV_HOME``, or the directory holding ``deps.edn`` and
+  ``clojure/src`` above this file): the namespaces in ``clojure/src``, the
+  bridge's Java sources compiled into ``clojure/classes`` when they change;
+* the **package** (``pip install mxkv``): ``mxkv/_clojure/mxkv.jar`` holds the
+  namespaces and the compiled bridge classes, ``mxkv/_clojure/tutorial`` the
+  tutorial. A package built without a JDK ships the Java sources instead
+  (``mxkv/_clojure/java``) and they are compiled on first use into
+  ``~/.cache/mxkv`` (``MXKV_CACHE`` overrides).
+
+Clojure itself comes from the official Clojure CLI (``clojure -Spath`` with
+the checkout's deps.edn) where it is installed and works, else from
+``MXKV_CLOJURE_JAR``, Debian's ``clojure`` package in /usr/share/java or
+``~/.m2``. Py4J's jar is the one shipped inside the ``py4j`` Python package.
+
+This module imports nothing but the standard library (the wheel's build
+hook loads it on its own).
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import List, Optional
+
+__all__ = ["Layout", "layout", "classpath", "clojure_jars", "py4j_jar", "jar", "build",
+           "build_jar", "default_jvm_opts", "jvm_opts", "MissingDependency"]
+
+_CLOJURE_JARS = ("clojure.jar", "spec.alpha.jar", "core.specs.alpha.jar")
+#: The package's copy of the Clojure side (written by the wheel build).
+PACKAGED = Path(__file__).resolve().parent / "_clojure"
+JAR_NAME = "mxkv.jar"
+
+
+try:
+    from .base import MissingDependencyError as MissingDependency
+except ImportError:  # loaded on its own by the wheel's build hook (no numpy there)
+    class MissingDependency(RuntimeError):  # type: ignore[no-redef]
+        """Something the JVM side needs is not installed; the message says what to install."""
+
+
+def _env(name: str) -> str:
+    # This module runs inside the wheel build too, where importing mxkv.base
+    # (and numpy) is not possible: the same reading, without the dependency.
+    try:
+        from .base import env
+    except ImportError:
+        return os.environ.get(name, "")
+    return env(name, "")
+
+
+class Layout:
+    """Where the namespaces, bridge classes and tutorial are.
+
+    Attributes
+    ----------
+    kind : {'checkout', 'package'}
+    root : Path
+        The checkout, or the package's ``_clojure`` directory.
+    """
+
+    def __init__(self, kind: str, root: Path) -> None:
+        self.kind = kind
+        self.root = root
+
+    @property
+    def tutorial(self) -> Path:
+        sub = ("clojure", "tutorial") if self.kind == "checkout" else ("tutorial",)
+        return self.root.joinpath(*sub, "kvstore.clj")
+
+    @property
+    def tests(self) -> Optional[Path]:
+        """The Clojure test suite (a checkout only)."""
+        return self.root / "clojure" / "test" if self.kind == "checkout" else None
+
+    @property
+    def java_sources(self) -> Path:
+        sub = ("clojure", "java") if self.kind == "checkout" else ("java",)
+        return self.root.joinpath(*sub)
+
+    def __repr__(self) -> str:
+        return f"Layout({self.kind!r}, {str(self.root)!r})"
+
+
+def _is_checkout(d: Path) -> bool:
+    return (d / "deps.edn").is_file() and (d / "clojure" / "src").is_dir()
+
+
+def layout() -> Layout:
+    """The checkout this module belongs to (``MXKV_HOME`` overrides), else the package."""
+    home = _env("MXKV_HOME")
+    if home:
+        d = Path(home).resolve()
+        if not _is_checkout(d):
+            raise MissingDependency(f"MXKV_HOME={home} is not an mxkv checkout "
+                                    "(no deps.edn and clojure/src there)")
+        return Layout("checkout", d)
+    for d in Path(__file__).resolve().parents:
+        if _is_checkout(d):
+            return Layout("checkout", d)
+    if (PACKAGED / JAR_NAME).is_file() or (PACKAGED / "java").is_dir():
+        return Layout("package", PACKAGED)
+    raise MissingDependency("mxkv's Clojure side is missing: this installation has neither "
+                            "mxkv/_clojure (a wheel built from the sources) nor a checkout; "
+                            "reinstall mxkv, or set MXKV_HOME to a checkout")
+
+
+# ---------------------------------------------------------------- jars
+def py4j_jar(required: bool = True) -> Optional[str]:
+    """The Py4J jar shipped in the ``py4j`` Python package (None when absent and not required)."""
+    try:
+        from py4j.java_gateway import find_jar_path
+    except ImportError:
+        if not required:
+            return None
+        raise MissingDependency("the py4j package is missing: pip install 'mxkv[bridge]'") from None
+    jar = find_jar_path()
+    if jar and os.path.isfile(jar):
+        return jar
+    for cand in glob.glob(os.path.join(sys.prefix, "share", "py4j", "py4j*.jar")):
+        return cand
+    if not required:
+        return None
+    raise MissingDependency("py4j is installed but its jar was not found (reinstall py4j)")
+
+
+def _m2_jar(group: str, artifact: str) -> Optional[str]:
+    base = Path.home() / ".m2" / "repository" / group.replace(".", "/") / artifact
+    jars = sorted(base.glob(f"*/{artifact}-*.jar"))
+    jars = [j for j in jars if not j.name.endswith(("-sources.jar", "-javadoc.jar"))]
+    return str(jars[-1]) if jars else None
+
+
+def clojure_jars() -> List[str]:
+    """Clojure and its two spec jars, from MXKV_CLOJURE_JAR, Debian or ~/.m2."""
+    env = _env("MXKV_CLOJURE_JAR")
+    if env:
+        return env.split(os.pathsep)
+    debian = [os.path.join("/usr/share/java", j) for j in _CLOJURE_JARS]
+    if all(os.path.isfile(j) for j in debian):
+        return debian
+    m2 = [_m2_jar("org.clojure", a) for a in ("clojure", "spec.alpha", "core.specs.alpha")]
+    if all(m2):
+        return m2  # type: ignore[return-value]
+    raise MissingDependency(
+        "no Clojure jar found. Install one: `apt-get install -y clojure` (Debian/Ubuntu), "
+        "or the Clojure CLI (https://clojure.org/guides/install_clojure), or point "
+        "MXKV_CLOJURE_JAR at clojure.jar:spec.alpha.jar:core.specs.alpha.jar")
+
+
+def official_cli() -> Optional[str]:
+    """The official Clojure CLI (tools.deps) if installed; Debian's `clojure` script is not it."""
+    exe = shutil.which("clojure")
+    if not exe:
+        return None
+    try:
+        with open(exe, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return None
+    return exe if b"Spath" in head or b"tools.deps" in head else None
+
+
+def _javac() -> str:
+    javac = shutil.which("javac")
+    if not javac:
+        raise MissingDependency("javac not found: install a JDK "
+                                "(apt-get install -y default-jdk-headless)")
+    return javac
+
+
+# ---------------------------------------------------------------- compiling
+def _compile(sources: Path, classes: Path, quiet: bool) -> None:
+    files = sorted(str(p) for p in sources.rglob("*.java"))
+    cp = os.pathsep.join(clojure_jars() + [py4j_jar()])
+    classes.mkdir(parents=True, exist_ok=True)
+    if not quiet:
+        print(f"mxkv: compiling {len(files)} Java sources into {classes}", file=sys.stderr)
+    subprocess.run([_javac(), "-nowarn", "-d", str(classes), "-cp", cp,
+                    *files], check=True)
+    (classes / ".built").touch()
+
+
+def _stale(sources: Path, classes: Path) -> bool:
+    stamp = classes / ".built"
+    if not stamp.is_file():
+        return True
+    built = stamp.stat().st_mtime
+    return any(p.stat().st_mtime > built for p in sources.rglob("*.java"))
+
+
+def _cache_dir() -> Path:
+    d = _env("MXKV_CACHE")
+    return Path(d) if d else Path.home() / ".cache" / "mxkv"
+
+
+def classes_dir(where: Optional[Layout] = None, quiet: bool = False) -> Optional[Path]:
+    """The compiled bridge classes, compiled first when missing or stale.
+
+    None for a package that ships its jar (the classes are in it).
+    """
+    where = where or layout()
+    if where.kind == "checkout":
+        classes = where.root / "clojure" / "classes"
+        if _stale(where.java_sources, classes):
+            _compile(where.java_sources, classes, quiet)
+        return classes
+    if (where.root / JAR_NAME).is_file():
+        return None
+    digest = hashlib.sha256()
+    for p in sorted(where.java_sources.rglob("*.java")):
+        digest.update(p.read_bytes())
+    classes = _cache_dir() / f"classes-{digest.hexdigest()[:16]}"
+    if not (classes / ".built").is_file():
+        _compile(where.java_sources, classes, quiet)
+    return classes
+
+
+def build(where: Optional[Layout] = None, quiet: bool = False) -> None:
+    """Compile the bridge's Java sources when they changed (``mxkv build``)."""
+    classes_dir(where, quiet)
+
+
+def build_jar(root: Path, dest: Path, quiet: bool = True) -> Path:
+    """Write ``dest``: the namespaces of checkout ``root`` (``clojure/src``)
+    and its compiled bridge classes, one jar as a Clojure library ships."""
+    where = Layout("checkout", root)
+    classes = classes_dir(where, quiet)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\nCreated-By: mxkv\r\n\r\n")
+        for base in (root / "clojure" / "src", classes):
+            for p in sorted(base.rglob("*")):
+                if p.is_file() and p.suffix in (".clj", ".cljc", ".class", ".edn"):
+                    z.write(p, p.relative_to(base).as_posix())
+    os.replace(tmp, dest)
+    return dest
+
+
+def jar(where: Optional[Layout] = None) -> Path:
+    """The mxkv jar (namespaces and bridge classes) for a user's own project:
+    the package's, or in a checkout one built into ``build/mxkv.jar``."""
+    where = where or layout()
+    if where.kind == "package":
+        if (where.root / JAR_NAME).is_file():
+            return where.root / JAR_NAME
+        raise MissingDependency("this mxkv package was built without a JDK and has no jar; "
+                                "`mxkv classpath` gives a classpath that works all the same")
+    dest = where.root / "build" / JAR_NAME
+    sources = [*(where.root / "clojure" / "src").rglob("*.clj"),
+               *where.java_sources.rglob("*.java")]
+    if not dest.is_file() or any(p.stat().st_mtime > dest.stat().st_mtime for p in sources):
+        build_jar(where.root, dest)
+    return dest
+
+
+# ---------------------------------------------------------------- classpath
+def classpath(test: bool = False, where: Optional[Layout] = None,
+              require_py4j: bool = True) -> str:
+    """The JVM classpath: mxkv's namespaces and classes, Clojure, Py4J.
+
+    ``test`` adds the checkout's Clojure test suite. Py4J's jar is left out
+    when ``require_py4j`` is false and the ``py4j`` package is absent (the
+    JPype transport does not need it).
+    """
+    where = where or layout()
+    if where.kind == "checkout":
+        cli = official_cli()
+        if cli and not _env("MXKV_NO_CLI"):
+            args = [cli, "-Spath"] + (["-A:test"] if test else [])
+            try:
+                out = subprocess.run(args, cwd=where.root, capture_output=True, text=True,
+                                     timeout=300, stdin=subprocess.DEVNULL)
+                if out.returncode == 0 and out.stdout.strip():
+                    classes_dir(where, quiet=True)
+                    # deps.edn paths are relative to the project: anchor them there.
+                    return os.pathsep.join(
+                        p if os.path.isabs(p) else str(where.root / p)
+                        for p in out.stdout.strip().split(os.pathsep))
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        parts = [str(where.root / "clojure" / "src"), str(classes_dir(where))]
+        if test:
+            parts.append(str(where.root / "clojure" / "test"))
+    else:
+        if test:
+            raise MissingDependency("the Clojure test suite is not part of the package: "
+                                    "run `mxkv test` in a checkout")
+        classes = classes_dir(where)
+        parts = [str(where.root / JAR_NAME)] if classes is None else [
+            str(where.root / "src"), str(classes)]
+    parts += clojure_jars()
+    p4j = py4j_jar(required=require_py4j)
+    if p4j:
+        parts.append(p4j)
+    return os.pathsep.join(parts)
+
+
+def default_jvm_opts() -> List[str]:
+    """JVM options used when MXKV_JVM_OPTS is unset.
+
+    ``-Xms1g`` keeps a warm heap: without it G1 shrinks the heap after each
+    collection and re-commits fresh pages for the next large array, and on
+    virtual machines page faults cost more than the copy itself (a 64 MB
+    ``->vec`` goes from ~35 ms to ~10 ms here). Only on machines with 8 GiB
+    of memory or more.
+    """
+    try:
+        ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return []
+    return ["-Xms1g"] if ram >= 8 << 30 else []
+
+
+def jvm_opts() -> List[str]:
+    """``MXKV_JVM_OPTS`` split on blanks when set, else :func:`default_jvm_opts`."""
+    opts = _env("MXKV_JVM_OPTS")
+    return opts.split() if opts.strip() else default_jvm_opts()
