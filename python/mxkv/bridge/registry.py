@@ -27,10 +27,13 @@ def dumps(value: Any) -> str:
 def group(keys: List[Any], vals: List[Any]):
     """Turn parallel lists (a key repeated once per device) into MXNet's
     grouped form: unique keys in first-seen order, each with one value or a
-    list of values."""
+    list of values. One key with one value stays a plain key and value
+    (MXNet's single form: the store's quickest path)."""
     if len(keys) != len(vals):
         raise MXNetValueError(f"{len(keys)} keys but {len(vals)} values: give one key per value, "
                          "or a single key for all of them")
+    if len(keys) == 1:
+        return keys[0], vals[0]
     if len(set(keys)) == len(keys):
         return list(keys), list(vals)
     groups: Dict[Any, list] = {}

@@ -1,0 +1,53 @@
+"""The wheel's build hook: the package carries mxkv's Clojure side.
+
+``build_py`` writes ``mxkv/_clojure/`` into the wheel: ``mxkv.jar`` (the
+Clojure namespaces of ``clojure/src`` and the bridge's Java classes compiled
+from ``clojure/java``: what a Clojure project needs besides Clojure and
+Py4J) and ``tutorial/kvstore.clj``. Compiling needs a JDK and a Clojure jar
+(Debian's ``clojure`` package, or ``MXKV_CLOJURE_JAR``); without them the
+wheel ships the sources instead and ``mxkv`` compiles them on first use.
+Editable installs skip this: they use the checkout itself. Everything else
+is in pyproject.toml.
+"""
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _classpath_module():
+    """python/mxkv/classpath.py on its own (the package's dependencies are
+    not installed where wheels are built)."""
+    spec = importlib.util.spec_from_file_location(
+        "_mxkv_classpath", ROOT / "python" / "mxkv" / "classpath.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class BuildPyWithClojure(build_py):
+    def run(self):
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return
+        out = Path(self.build_lib) / "mxkv" / "_clojure"
+        if out.exists():
+            shutil.rmtree(out)
+        (out / "tutorial").mkdir(parents=True)
+        shutil.copy2(ROOT / "clojure" / "tutorial" / "kvstore.clj", out / "tutorial")
+        cp = _classpath_module()
+        try:
+            cp.build_jar(ROOT, out / cp.JAR_NAME, quiet=False)
+        except (cp.MissingDependency, OSError, subprocess.CalledProcessError) as exc:
+            print(f"mxkv: WARNING: the bridge classes were not compiled ({exc}); the wheel "
+                  "ships the sources and `mxkv` compiles them on first use (it needs a JDK)")
+            shutil.copytree(ROOT / "clojure" / "src", out / "src")
+            shutil.copytree(ROOT / "clojure" / "java", out / "java")
+
+
+setup(cmdclass={"build_py": BuildPyWithClojure})
