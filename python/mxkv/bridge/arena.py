@@ -39,7 +39,7 @@ from ..base import env
 
 __all__ = ["Arena", "shm_dir", "remove_stale", "PARALLEL_BYTES", "HEADER", "FOLLOW_SUPPORTED"]
 
-_NAME = re.compile(r"^mxkv-(\d+)-(?:arena|regions|share-\d+)$")
+_NAME = re.compile(r"^mxkv-(\d+)-(?:arena|regions|share)(?:-\d+)?$")
 #: Copies of at least this many bytes are split across threads (numpy
 #: releases the GIL while copying; one core does not saturate memory).
 PARALLEL_BYTES = 4 << 20

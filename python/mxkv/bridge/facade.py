@@ -74,12 +74,16 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
         self.backend = backend or env("MXKV_BRIDGE_BACKEND", "mxkv")
         self.mx = importlib.import_module(self.backend)
         self.memory = memory
+        # The first engine of a process owns mxkv-<pid>-arena / -regions, later
+        # ones (a served program's, one per attached JVM) mxkv-<pid>-arena-<n>.
+        n = next(_instances)
+        suffix = f"-{n}" if n else ""
         if memory:
             self.arena = arena if arena is not None else Arena(memory=True)
             self.regions = Arena(name="regions", memory=True)
         else:
-            self.arena = arena if arena is not None else Arena()
-            self.regions = Arena(os.path.dirname(self.arena.path), name="regions")
+            self.arena = arena if arena is not None else Arena(name="arena" + suffix)
+            self.regions = Arena(os.path.dirname(self.arena.path), name="regions" + suffix)
         self._objects: Dict[int, Any] = {}
         #: set by the host when the JVM must tell this engine from others in the process
         self.engine_id: int | None = None
@@ -120,6 +124,9 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
             "memory": self.memory,
             "engine_id": self.engine_id,
         })
+
+    def toString(self) -> str:  # noqa: N802  (Java's name: printing the proxy in a REPL)
+        return f"mxkv engine (pid {os.getpid()}, {self.backend})"
 
     @staticmethod
     def error(exc: BaseException) -> dict:

@@ -11,10 +11,11 @@ what both directions send: ``{"kind": "ndarray", "meta": [...]}`` or
 *Sharing memory.* In the JVM's own process (JPype) every CPU array is
 shareable: :meth:`share_array` is the numpy buffer the JVM wraps in a direct
 buffer. Across processes (Py4J) only memory both processes map can be
-shared: ``nd.create_shared`` makes an array on ``cpu_shared(0)`` whose
-buffer is a file in the shared-memory directory, and ``nd.share`` tells the
-JVM where (file, offset, length) an array made that way, or a view of one,
-lives. The file is removed when the engine drops the array's last view.
+shared: :func:`shared_host_array` (``nd.create_shared`` from the JVM,
+:func:`mxkv.bridge.shared_array` from Python) makes an array whose buffer is a
+file in the shared-memory directory, and ``nd.share`` tells the JVM where
+(file, offset, length) such an array, or a view of one, lives. The file is
+removed when the array's last view is gone.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ import numpy as np
 from .arena import shm_dir
 from .registry import op
 
-__all__ = ["InteropOps"]
+__all__ = ["InteropOps", "shared_host_array", "shared_file_of"]
 
 
 def _unlink(path: str) -> None:
@@ -52,15 +53,60 @@ def _mmap_of(arr: np.ndarray):
     return None
 
 
+#: id(mmap) -> (weak reference to the mmap, file path): the shared-memory
+#: files of this process's shared arrays, whichever engine (or Python code) made them
+_SHARED: Dict[int, tuple] = {}
+_shared_ids = itertools.count(1)
+
+
+def _forget(key: int, path: str) -> None:
+    _SHARED.pop(key, None)
+    _unlink(path)
+
+
+def shared_host_array(shape, dtype="float32") -> np.ndarray:
+    """A zero-filled numpy array over a new file in the shared-memory
+    directory, which another process (a JVM over Py4J) can map. The file is
+    removed when the array's last view is gone (or the process exits)."""
+    shape = tuple(int(d) for d in shape)
+    dt = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    nbytes = max(1, count * dt.itemsize)
+    path = os.path.join(shm_dir(), f"mxkv-{os.getpid()}-share-{next(_shared_ids)}")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.ftruncate(fd, nbytes)
+        mm = mmap.mmap(fd, nbytes)
+    except BaseException:
+        _unlink(path)
+        raise
+    finally:
+        os.close(fd)
+    key = id(mm)
+    _SHARED[key] = (weakref.ref(mm), path)
+    weakref.finalize(mm, _forget, key, path)
+    return np.frombuffer(mm, dtype=dt, count=count).reshape(shape)
+
+
+def shared_file_of(host: np.ndarray):
+    """(path, offset) of ``host``'s memory in a shared-memory file made by
+    :func:`shared_host_array`, or None."""
+    mm = _mmap_of(host)
+    entry = _SHARED.get(id(mm)) if mm is not None else None
+    if entry is None or entry[0]() is not mm:
+        return None
+    base = np.frombuffer(mm, dtype=np.uint8)
+    offset = host.ctypes.data - base.ctypes.data
+    del base
+    return entry[1], int(offset)
+
+
 class InteropOps:
     """Mixin of EngineFacade: needs ``mx``, ``memory``, ``put``, ``nd``, ``meta``."""
 
     def _init_interop(self) -> None:
         #: published objects; a host shares one table among its engines (use_names)
         self._names: Dict[str, Any] = {}
-        # id(mmap) -> (weak reference to the mmap, file path) for shared arrays
-        self._shm: Dict[int, tuple] = {}
-        self._shm_ids = itertools.count(1)
 
     def use_names(self, names: Dict[str, Any]) -> None:
         """Publish from ``names`` (a table the host shares among its engines)."""
@@ -68,9 +114,6 @@ class InteropOps:
 
     def _close_interop(self) -> None:
         self._names = {}
-        for ref, path in list(self._shm.values()):
-            _unlink(path)
-        self._shm.clear()
 
     # ------------------------------------------------------------ handing over
     def publish(self, name: str, obj: Any) -> None:
@@ -119,32 +162,12 @@ class InteropOps:
     @op("nd.create_shared")
     def _nd_create_shared(self, shape, dtype="float32"):
         """A zero-filled array on ``cpu_shared(0)`` whose memory the JVM can map."""
-        shape = tuple(int(d) for d in shape)
-        dt = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         if self.memory:
-            host = np.zeros(shape, dtype=dt)
+            host = np.zeros(tuple(int(d) for d in shape), dtype=np.dtype(dtype))
         else:
-            path = os.path.join(shm_dir(), f"mxkv-{os.getpid()}-share-{next(self._shm_ids)}")
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                os.ftruncate(fd, max(1, count * dt.itemsize))
-                mm = mmap.mmap(fd, max(1, count * dt.itemsize))
-            except BaseException:
-                _unlink(path)
-                raise
-            finally:
-                os.close(fd)
-            key = id(mm)
-            self._shm[key] = (weakref.ref(mm), path)
-            weakref.finalize(mm, self._forget_shared, key, path)
-            host = np.frombuffer(mm, dtype=dt, count=count).reshape(shape)
+            host = shared_host_array(shape, dtype)
         arr = self.mx.nd.NDArray(host, ctx=self.mx.Context("cpu_shared", 0))
         return self.meta(arr)
-
-    def _forget_shared(self, key: int, path: str) -> None:
-        self._shm.pop(key, None)
-        _unlink(path)
 
     @op("nd.share")
     def _nd_share(self, h):
@@ -153,18 +176,14 @@ class InteropOps:
         if self.memory:
             raise ValueError("this engine runs in the JVM's process: the JVM shares its arrays "
                              "through direct buffers, not files")
-        mm = _mmap_of(host)
-        entry = self._shm.get(id(mm)) if mm is not None else None
-        if entry is None or entry[0]() is not mm:
+        where = shared_file_of(host)
+        if where is None:
             raise ValueError(
                 f"array {h} lives in the engine process's private memory: across processes "
                 "(Py4J) only arrays made in shared memory can be shared (Clojure: "
-                "(mxkv.interop/shared-array shape); Python: the engine's nd.create_shared); "
+                "(mxkv.interop/shared-array shape); Python: mxkv.bridge.shared_array(shape)); "
                 "over JPype every CPU array can be")
-        base = np.frombuffer(mm, dtype=np.uint8)
-        offset = host.ctypes.data - base.ctypes.data
-        del base
-        return [entry[1], int(offset), int(host.nbytes)]
+        return [where[0], where[1], int(host.nbytes)]
 
     def view_array(self, h, dtype: str) -> np.ndarray:
         """Array ``h``'s contents as ``dtype`` ("raw": its own): its own buffer

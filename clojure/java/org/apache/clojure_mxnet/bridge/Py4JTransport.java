@@ -261,6 +261,7 @@ public final class Py4JTransport implements AutoCloseable {
     @SuppressWarnings("unchecked")
     public static Attached attach(String address, int port, String secret, int callTimeoutMs)
             throws IOException {
+        GatewayServer.turnLoggingOff(); // as a gateway would: Py4J logs at INFO otherwise
         InetAddress addr = InetAddress.getByName(address);
         CallbackClient cb = new CallbackClient(port, addr, secret, 0, TimeUnit.SECONDS,
                 SocketFactory.getDefault(), false, callTimeoutMs);
