@@ -24,6 +24,7 @@ the JVM reaches them as direct buffers (:meth:`Arena.buffer`).
 """
 from __future__ import annotations
 
+import itertools
 import mmap
 import os
 import platform
@@ -137,8 +138,16 @@ class Arena:
             self.path = f"mem:{name}"
             self._fd = -1
         else:
-            self.path = os.path.join(directory or shm_dir(), f"mxkv-{os.getpid()}-{name}")
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+            # mxkv-<pid>-<name>, or -<name>-2, -3... while other engines of this
+            # process (a served program has one per attached JVM) hold those.
+            base = os.path.join(directory or shm_dir(), f"mxkv-{os.getpid()}-{name}")
+            for n in itertools.count(1):
+                self.path = base if n == 1 else f"{base}-{n}"
+                try:
+                    self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+                    break
+                except FileExistsError:
+                    continue
         self.size = 0
         self._mm: Optional[mmap.mmap] = None
         self._pool: Optional[ThreadPoolExecutor] = None

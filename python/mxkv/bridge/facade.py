@@ -74,16 +74,12 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
         self.backend = backend or env("MXKV_BRIDGE_BACKEND", "mxkv")
         self.mx = importlib.import_module(self.backend)
         self.memory = memory
-        # The first engine of a process owns mxkv-<pid>-arena / -regions, later
-        # ones (a served program's, one per attached JVM) mxkv-<pid>-arena-<n>.
-        n = next(_instances)
-        suffix = f"-{n}" if n else ""
         if memory:
             self.arena = arena if arena is not None else Arena(memory=True)
             self.regions = Arena(name="regions", memory=True)
         else:
-            self.arena = arena if arena is not None else Arena(name="arena" + suffix)
-            self.regions = Arena(os.path.dirname(self.arena.path), name="regions" + suffix)
+            self.arena = arena if arena is not None else Arena()
+            self.regions = Arena(os.path.dirname(self.arena.path), name="regions")
         self._objects: Dict[int, Any] = {}
         #: set by the host when the JVM must tell this engine from others in the process
         self.engine_id: int | None = None

@@ -35,13 +35,13 @@ class KVStoreOps:
     @op("kv.push")
     def _kv_push(self, h, keys, vals, priority=0):
         kv = self.kv(h)
-        ks, vs = _group(keys, self._arrays(vals))
+        ks, vs = _group(keys, self._arrays(vals), single=True)
         kv.push(ks, vs, priority=priority)
 
     @op("kv.pull")
     def _kv_pull(self, h, keys, outs, priority=0, ignore_sparse=True):
         kv = self.kv(h)
-        ks, os_ = _group(keys, self._arrays(outs))
+        ks, os_ = _group(keys, self._arrays(outs), single=True)
         kv.pull(ks, out=os_, priority=priority, ignore_sparse=ignore_sparse)
 
     @op("kv.pushpull")

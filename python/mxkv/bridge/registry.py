@@ -24,15 +24,15 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def group(keys: List[Any], vals: List[Any]):
+def group(keys: List[Any], vals: List[Any], single: bool = False):
     """Turn parallel lists (a key repeated once per device) into MXNet's
     grouped form: unique keys in first-seen order, each with one value or a
-    list of values. One key with one value stays a plain key and value
-    (MXNet's single form: the store's quickest path)."""
+    list of values. With ``single``, one key with one value becomes a plain
+    key and value (MXNet's single form: the store's quickest path)."""
     if len(keys) != len(vals):
         raise MXNetValueError(f"{len(keys)} keys but {len(vals)} values: give one key per value, "
                          "or a single key for all of them")
-    if len(keys) == 1:
+    if single and len(keys) == 1:
         return keys[0], vals[0]
     if len(set(keys)) == len(keys):
         return list(keys), list(vals)
