@@ -33,8 +33,8 @@ from typing import Any, Dict, Optional, Sequence
 
 from .base import MissingDependencyError, MXNetError
 
-__all__ = ["start", "stop", "started", "eval", "load_file", "require", "publish", "unpublish",
-           "intern", "to_clojure", "to_python", "engine"]
+__all__ = ["start", "stop", "started", "eval", "load_file", "require", "var", "run_main",
+           "publish", "unpublish", "intern", "to_clojure", "to_python", "engine"]
 
 _lock = threading.RLock()
 _started = False
@@ -237,6 +237,25 @@ def run_main(args: Sequence[str]) -> None:
     h = _need()
     jpype = _jpype()
     h["run-main"].invoke(jpype.JArray(jpype.JString)([str(a) for a in args]))
+
+
+def var(name: str):
+    """The Clojure var ``name`` (``"ns/name"``, its namespace required first)
+    as a Python function: arguments as JPype converts them, the result as
+    :func:`eval` returns it."""
+    h = _need()
+    ns, _, sym = name.rpartition("/")
+    if not ns or not sym:
+        raise MXNetError(f"a var is named namespace/name, not {name!r}")
+    require(ns)
+    v = _jpype().JClass("clojure.java.api.Clojure").var(ns, sym)
+
+    def call(*args):
+        return _plain(v.invoke(*args))
+
+    call.__name__ = sym
+    call.__doc__ = f"The Clojure function {name}."
+    return call
 
 
 def engine() -> Any:
