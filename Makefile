@@ -1,6 +1,7 @@
 # mxkv — the two commands a newcomer needs: `make tutorial` and `make test`.
-# Each sets up what is missing (a .venv with the package, Debian's clojure
-# package, the compiled bridge interface), then runs.
+# Each sets up what is missing (a .venv with the package and its test extras,
+# py4j and JPype1 among them; Debian's clojure package; the compiled bridge
+# classes), then runs.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -8,7 +9,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-python test-clojure tutorial clojure golden bench bench-quick bench-record gpu-check lint clean
+.PHONY: all setup test test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record gpu-check lint clean
 
 all: test
 
@@ -27,13 +28,20 @@ $(STAMP): pyproject.toml
 clojure: $(STAMP)
 	@bash tools/ensure-clojure.sh
 
-test: test-python test-clojure
+# The Clojure suite runs inside test-interop, over Py4J and over JPype.
+test: test-python test-interop
 
 test-python: $(STAMP)
 	$(PY) -m pytest -q tests
 
+# Python and Clojure together: the tutorial, the Clojure suite, parity and
+# sharing over both transports; the wheel installed in a throwaway venv.
+test-interop: clojure
+	$(PY) -m pytest -q interop-tests
+
+# The Clojure suite alone, over one transport (TRANSPORT=jpype for the other).
 test-clojure: clojure
-	$(VENV)/bin/mxkv test
+	$(VENV)/bin/mxkv test --transport $(or $(TRANSPORT),py4j)
 
 # Both tutorials; the NDArray one saves a file named "filename", so it runs
 # in a scratch directory.
@@ -63,7 +71,7 @@ gpu-check:
 
 # Fails on any finding; CI runs it before the tests.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check python tests tools benchmarks
+	$(VENV)/bin/ruff check python tests tools benchmarks interop-tests setup.py
 
 clean:
-	rm -rf $(VENV) clojure/classes build python/*.egg-info
+	rm -rf $(VENV) clojure/classes build python/*.egg-info python/mxkv/_clojure

@@ -4,8 +4,7 @@ Each transport runs the suite once per session, in its one JVM."""
 from __future__ import annotations
 
 import pytest
-
-from conftest import CLOJURE_TESTS, TRANSPORTS
+from support import CLOJURE_TESTS, TRANSPORTS
 
 
 def _namespaces():

@@ -8,11 +8,10 @@ import sys
 import time
 
 import pytest
+from support import ROOT
 
 import mxkv as mx
 from mxkv.base import MXNetError
-
-from conftest import ROOT
 
 
 def _python(code: str, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -4,8 +4,8 @@ and through Clojure over JPype.
 
 A sequence is plain data (see :func:`sequence`): init / push / pull /
 pushpull / row-sparse-pull / set-optimizer steps on one local store (dense
-and row-sparse keys), valid ones and invalid ones (a duplicate init, an unknown key, a wrong shape, an
-unknown optimizer). Each step's outcome is the arrays it produced (as
+and row-sparse keys), valid ones and invalid ones (a duplicate init, an
+unknown key, a wrong shape, an unknown optimizer). Each step's outcome is the arrays it produced (as
 float64 lists of the float32 values) or the error's Python class and
 message. The Clojure side is ``interop.driver/parity``; the Python side is
 :func:`run_python`, written as a Python user of mxkv would write it.

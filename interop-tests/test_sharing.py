@@ -88,7 +88,7 @@ def test_dropped_jvm_handles_are_freed_and_the_object_lives_on(driver):
 def test_private_memory_is_not_shared_across_processes(py4j_driver):
     a = mx.nd.zeros((4,))
     with _published(py4j_driver, {"a": a}) as call:
-        from conftest import DriverError
+        from support import DriverError
 
         with pytest.raises(DriverError, match="shared memory"):
             call("read-through-buffer", "a", 0)
@@ -103,7 +103,7 @@ def test_the_attach_file_is_for_its_owner_only(py4j_driver, tmp_path):
         leaked = tmp_path / "leaked.json"
         leaked.write_bytes(server.path.read_bytes())
         os.chmod(leaked, 0o644)
-        from conftest import DriverError
+        from support import DriverError
 
         with pytest.raises(DriverError, match="others may read it"):
             py4j_driver.call("attached", str(leaked), "read-through-buffer", "a", 0)

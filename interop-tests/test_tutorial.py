@@ -3,7 +3,7 @@ transport: every form runs and every value with a `;=>` comment prints as
 the comment says."""
 from __future__ import annotations
 
-from conftest import ROOT
+from support import ROOT
 
 TUTORIAL = ROOT / "clojure" / "tutorial" / "kvstore.clj"
 

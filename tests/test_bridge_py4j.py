@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from mxkv import cli
 from mxkv import classpath as cp
+from mxkv import cli
 from mxkv.base import MissingDependencyError
 
 pytestmark = pytest.mark.skipif(

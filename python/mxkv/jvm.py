@@ -243,7 +243,7 @@ def var(name: str):
     """The Clojure var ``name`` (``"ns/name"``, its namespace required first)
     as a Python function: arguments as JPype converts them, the result as
     :func:`eval` returns it."""
-    h = _need()
+    _need()
     ns, _, sym = name.rpartition("/")
     if not ns or not sym:
         raise MXNetError(f"a var is named namespace/name, not {name!r}")
