@@ -91,6 +91,7 @@ def run_python_page(page_blocks: List[Block]) -> List[str]:
             report: List[str] = []
             runner = doctest.DocTestRunner(optionflags=flags, verbose=False)
             runner.run(test, out=report.append, clear_globs=False)
+            globs.update(test.globs)  # a DocTest runs in a copy: carry its names on
             if runner.failures:
                 failures.append(f"{where}: doctest failed\n" + "".join(report))
             continue
