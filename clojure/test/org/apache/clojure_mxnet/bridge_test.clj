@@ -18,6 +18,12 @@
 
 (defn- live-handles [] (:handles (bridge/stats)))
 
+(defn- stopped?
+  "True when process `pid` (a string) is stopped (state T in /proc)."
+  [pid]
+  (let [stat (String. (java.nio.file.Files/readAllBytes (.toPath (io/file "/proc" pid "stat"))))]
+    (= "T" (second (re-find #"\) (\S)" stat)))))
+
 (deftest engine-errors-are-ex-info-with-python-details
   (let [kv (kvstore/create)]
     (kvstore/init kv "3" (ndarray/ones [2]))
@@ -91,6 +97,9 @@
       (is (nil? (bridge/call conn "noop")))
       (testing "frozen (SIGSTOP): a timeout error, not a hang"
         (.waitFor (.start (ProcessBuilder. ["kill" "-STOP" pid])))
+        ;; The stop takes effect when the engine's threads next run: on a
+        ;; loaded machine that can be after the next call was answered.
+        (is (wait-until 5000 #(stopped? pid)) "the engine is stopped")
         (let [[e ms] (timed #(bridge/call conn "noop"))]
           (is (= :engine-timeout (:type (ex-data e))))
           (is (< ms 5000))
