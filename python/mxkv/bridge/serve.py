@@ -32,6 +32,7 @@ import logging
 import os
 import secrets
 import threading
+import time
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -71,6 +72,7 @@ class Server:
                 CallbackServerParameters,
                 GatewayParameters,
                 JavaGateway,
+                server_started,
             )
         except ImportError:
             raise MissingDependencyError("serving JVMs needs py4j: "
@@ -82,15 +84,31 @@ class Server:
         self._lock = threading.Lock()
         self.secret = secrets.token_hex(32)
         self.address = address
-        self._gateway = JavaGateway(
-            # No JVM is contacted: the gateway only hosts the callback server.
-            gateway_parameters=GatewayParameters(address=address, port=1, auth_token=self.secret,
-                                                 auto_field=False, auto_close=True),
-            callback_server_parameters=CallbackServerParameters(
-                address=address, port=0, auth_token=self.secret,
-                daemonize=True, daemonize_connections=True),
-            python_server_entry_point=self)
-        server = self._gateway.get_callback_server()
+        # The callback server binds in the constructor but listens in its own
+        # thread: the attach file is written only once it listens.
+        started_servers: list = []
+
+        def started(sender, **kwargs):
+            started_servers.append(sender)
+
+        server_started.connect(started, unique_id=f"mxkv-serve-{id(self)}")
+        try:
+            self._gateway = JavaGateway(
+                # No JVM is contacted: the gateway only hosts the callback server.
+                gateway_parameters=GatewayParameters(address=address, port=1,
+                                                     auth_token=self.secret,
+                                                     auto_field=False, auto_close=True),
+                callback_server_parameters=CallbackServerParameters(
+                    address=address, port=0, auth_token=self.secret,
+                    daemonize=True, daemonize_connections=True),
+                python_server_entry_point=self)
+            server = self._gateway.get_callback_server()
+            while server not in started_servers:
+                time.sleep(0.002)
+                if server.is_shutdown:
+                    raise RuntimeError("the engine server stopped before it listened")
+        finally:
+            server_started.disconnect(started, unique_id=f"mxkv-serve-{id(self)}")
         self.port = server.get_listening_port()
         Server._count += 1
         self.path = Path(path) if path else attach_dir() / (
