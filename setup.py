@@ -3,7 +3,8 @@
 ``build_py`` writes ``mxkv/_clojure/`` into the wheel: ``mxkv.jar`` (the
 Clojure namespaces of ``clojure/src`` and the bridge's Java classes compiled
 from ``clojure/java``: what a Clojure project needs besides Clojure and
-Py4J) and ``tutorial/kvstore.clj``. Compiling needs a JDK and a Clojure jar
+Py4J) and the tutorials (``tutorial/kvstore.clj``, ``tutorial/ndarray.clj``).
+Compiling needs a JDK and a Clojure jar
 (Debian's ``clojure`` package, or ``MXKV_CLOJURE_JAR``); without them the
 wheel ships the sources instead and ``mxkv`` compiles them on first use.
 Editable installs skip this: they use the checkout itself. Everything else
@@ -39,7 +40,8 @@ class BuildPyWithClojure(build_py):
         if out.exists():
             shutil.rmtree(out)
         (out / "tutorial").mkdir(parents=True)
-        shutil.copy2(ROOT / "clojure" / "tutorial" / "kvstore.clj", out / "tutorial")
+        for tutorial in sorted((ROOT / "clojure" / "tutorial").glob("*.clj")):
+            shutil.copy2(tutorial, out / "tutorial")
         cp = _classpath_module()
         try:
             cp.build_jar(ROOT, out / cp.JAR_NAME, quiet=False)

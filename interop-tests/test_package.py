@@ -60,6 +60,7 @@ def test_the_wheel_carries_the_clojure_side(installed):
     names = zipfile.ZipFile(wheel).namelist()
     assert "mxkv/_clojure/mxkv.jar" in names
     assert "mxkv/_clojure/tutorial/kvstore.clj" in names
+    assert "mxkv/_clojure/tutorial/ndarray.clj" in names
     jar_names = zipfile.ZipFile(zipfile.ZipFile(wheel).open("mxkv/_clojure/mxkv.jar")).namelist()
     assert "org/apache/clojure_mxnet/kvstore.clj" in jar_names
     assert "org/apache/clojure_mxnet/bridge/Engine.class" in jar_names
