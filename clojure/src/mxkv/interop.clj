@@ -79,7 +79,7 @@
 (defn as-float-buffer
   "`as-buffer` of a float32 array, as a FloatBuffer (shares, as `as-buffer`)."
   ^FloatBuffer [nd]
-  (when-not (= :float32 (ndarray/dtype nd))
+  (when-not (= "float32" (name (ndarray/dtype nd)))
     (throw (ex-info (str "as-float-buffer needs a float32 array, not " (name (ndarray/dtype nd)))
                     {:type :invalid-argument :dtype (ndarray/dtype nd)})))
   (.asFloatBuffer (as-buffer nd)))
