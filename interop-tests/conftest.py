@@ -16,18 +16,45 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def py4j_driver():
+def _py4j_driver():
     d = Py4JDriver()
     yield d
     d.close()
 
 
 @pytest.fixture(scope="session")
-def jpype_driver():
+def _jpype_driver():
     return JPypeDriver()
+
+
+# Every test names its transport in its id: the fixtures below are
+# parametrized, over one transport or both.
+
+@pytest.fixture(params=["py4j"])
+def py4j_driver(_py4j_driver):
+    """The Py4J driver (test id ``[py4j]``)."""
+    return _py4j_driver
+
+
+@pytest.fixture(params=["jpype"])
+def jpype_driver(_jpype_driver):
+    """The JPype driver, in this process (test id ``[jpype]``)."""
+    return _jpype_driver
+
+
+@pytest.fixture(params=["jpype"])
+def jpype():
+    """For JPype tests that start their own Python process (test id ``[jpype]``)."""
+    return "jpype"
 
 
 @pytest.fixture(params=TRANSPORTS)
 def driver(request):
     """The driver of each transport in turn (test ids ``[py4j]``, ``[jpype]``)."""
-    return request.getfixturevalue(f"{request.param}_driver")
+    return request.getfixturevalue(f"_{request.param}_driver")
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(request):
+    """Each transport's name in turn, for tests that run their own processes."""
+    return request.param

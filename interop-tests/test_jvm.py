@@ -20,13 +20,13 @@ def _python(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
                           timeout=timeout, env=env, cwd=ROOT)
 
 
-def test_the_issue_one_liner_prints_3():
+def test_the_issue_one_liner_prints_3(jpype):
     r = _python("import mxkv.jvm as j; j.start(); print(j.eval('(+ 1 2)'))")
     assert r.returncode == 0, r.stderr
     assert r.stdout == "3\n"
 
 
-def test_exit_does_not_wait_for_clojure_agent_threads():
+def test_exit_does_not_wait_for_clojure_agent_threads(jpype):
     # A future leaves a non-daemon agent thread alive for a minute unless
     # shutdown-agents runs; stop() (also at exit) runs it.
     t0 = time.monotonic()
@@ -37,7 +37,7 @@ def test_exit_does_not_wait_for_clojure_agent_threads():
     assert took < 30, f"exit took {took:.0f} s"
 
 
-def test_start_twice_is_a_no_op_and_after_stop_a_clear_error():
+def test_start_twice_is_a_no_op_and_after_stop_a_clear_error(jpype):
     r = _python("""
 import mxkv.jvm as j
 from mxkv.base import MXNetError

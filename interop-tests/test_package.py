@@ -55,7 +55,7 @@ def installed(tmp_path_factory):
     return venv / "bin", env, empty, wheel
 
 
-def test_the_wheel_carries_the_clojure_side(installed):
+def test_the_wheel_carries_the_clojure_side(installed, transport):
     *_, wheel = installed
     names = zipfile.ZipFile(wheel).namelist()
     assert "mxkv/_clojure/mxkv.jar" in names
@@ -64,10 +64,13 @@ def test_the_wheel_carries_the_clojure_side(installed):
     jar_names = zipfile.ZipFile(zipfile.ZipFile(wheel).open("mxkv/_clojure/mxkv.jar")).namelist()
     assert "org/apache/clojure_mxnet/kvstore.clj" in jar_names
     assert "org/apache/clojure_mxnet/bridge/Engine.class" in jar_names
-    assert "org/apache/clojure_mxnet/bridge/JPypeTransport.class" in jar_names
+    own = {"py4j": ["Py4JTransport.class"],
+           "jpype": ["JPypeTransport.class", "DirectEngine.class"]}[transport]
+    for cls in own:
+        assert f"org/apache/clojure_mxnet/bridge/{cls}" in jar_names
 
 
-def test_the_installed_mxkv_is_the_wheels(installed):
+def test_the_installed_mxkv_is_the_wheels(installed, transport):
     bin_, env, empty, _ = installed
     r = _run([str(bin_ / "python"), "-c", "import mxkv, mxkv.classpath as c; "
               "print(mxkv.__file__); print(c.layout().kind)"], cwd=empty, env=env)
@@ -75,9 +78,15 @@ def test_the_installed_mxkv_is_the_wheels(installed):
     where, kind = r.stdout.split()
     assert where.startswith(str(bin_.parent)), where
     assert kind == "package"
+    if transport == "jpype":  # the issue's one-liner, from the package
+        r = _run([str(bin_ / "python"), "-c",
+                  "import mxkv.jvm as j; j.start(); print(j.eval('(+ 1 2)'))"], cwd=empty, env=env)
+        assert (r.returncode, r.stdout) == (0, "3\n"), r.stderr
+    else:
+        r = _run([str(bin_ / "mxkv"), "clj", "-e", "(println (+ 1 2))"], cwd=empty, env=env)
+        assert (r.returncode, r.stdout) == (0, "3\n"), r.stderr
 
 
-@pytest.mark.parametrize("transport", ["py4j", "jpype"])
 def test_tutorial_from_an_empty_directory(installed, transport):
     bin_, env, empty, _ = installed
     r = _run([str(bin_ / "mxkv"), "tutorial", "--transport", transport], cwd=empty, env=env)
@@ -87,7 +96,6 @@ def test_tutorial_from_an_empty_directory(installed, transport):
     assert not any(empty.iterdir()), "nothing is written where it runs"
 
 
-@pytest.mark.parametrize("transport", ["py4j", "jpype"])
 def test_repl_and_script_from_an_empty_directory(installed, transport, tmp_path):
     bin_, env, empty, _ = installed
     script = ('(def kv (kvstore/create "local"))\n(kvstore/init kv "3" (ndarray/ones [2 3]))\n'
@@ -104,32 +112,41 @@ def test_repl_and_script_from_an_empty_directory(installed, transport, tmp_path)
     assert r.stdout == "[3.0 3.0 3.0]\n"
 
 
-def test_your_own_clojure_project(installed, tmp_path):
+_CORE = (
+    "(ns myproject.core\n"
+    "  (:require [org.apache.clojure-mxnet.kvstore :as kvstore]\n"
+    "            [org.apache.clojure-mxnet.ndarray :as ndarray]))\n"
+    "(defn -main [& _]\n"
+    "  (let [kv (kvstore/create \"local\") out (ndarray/zeros [2])]\n"
+    "    (kvstore/init kv 1 (ndarray/ones [2]))\n"
+    "    (kvstore/push kv 1 (ndarray/* (ndarray/ones [2]) 4))\n"
+    "    (kvstore/pull kv 1 out)\n"
+    "    (println (ndarray/->vec out))\n"
+    "    (shutdown-agents)))\n")
+
+
+def test_your_own_clojure_project(installed, transport, tmp_path):
     """docs/bridge.md, "Use it from your own Clojure project": java -cp with
-    what `mxkv classpath` prints and the project's own source directory; and
-    the deps.edn map `mxkv jar --deps-edn` prints names files that exist."""
+    what `mxkv classpath` prints and the project's own sources (py4j), or
+    the same sources from Python with mxkv.jvm (jpype); and the deps.edn map
+    `mxkv jar --deps-edn` prints names files that exist."""
     bin_, env, _, _ = installed
     project = tmp_path / "myproject"
     (project / "src" / "myproject").mkdir(parents=True)
-    (project / "src" / "myproject" / "core.clj").write_text(
-        "(ns myproject.core\n"
-        "  (:require [org.apache.clojure-mxnet.kvstore :as kvstore]\n"
-        "            [org.apache.clojure-mxnet.ndarray :as ndarray]))\n"
-        "(defn -main [& _]\n"
-        "  (let [kv (kvstore/create \"local\") out (ndarray/zeros [2])]\n"
-        "    (kvstore/init kv 1 (ndarray/ones [2]))\n"
-        "    (kvstore/push kv 1 (ndarray/* (ndarray/ones [2]) 4))\n"
-        "    (kvstore/pull kv 1 out)\n"
-        "    (println (ndarray/->vec out))\n"
-        "    (shutdown-agents)))\n")
-    r = _run([str(bin_ / "mxkv"), "classpath"], cwd=project, env=env)
-    assert r.returncode == 0, r.stderr
-    cp = r.stdout.strip()
-    plain = {k: v for k, v in env.items() if k != "MXKV_PYTHON"}
-    plain["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
-                                    if p != str(bin_))  # the jar finds its own Python
-    r = _run(["java", "-cp", f"{cp}{os.pathsep}src", "clojure.main", "-m", "myproject.core"],
-             cwd=project, env=plain)
+    (project / "src" / "myproject" / "core.clj").write_text(_CORE)
+    if transport == "py4j":
+        r = _run([str(bin_ / "mxkv"), "classpath"], cwd=project, env=env)
+        assert r.returncode == 0, r.stderr
+        cp = r.stdout.strip()
+        plain = {k: v for k, v in env.items() if k != "MXKV_PYTHON"}
+        plain["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
+                                        if p != str(bin_))  # the jar finds its own Python
+        r = _run(["java", "-cp", f"{cp}{os.pathsep}src", "clojure.main", "-m", "myproject.core"],
+                 cwd=project, env=plain)
+    else:
+        r = _run([str(bin_ / "python"), "-c",
+                  "import mxkv.jvm as j; j.start(extra_classpath=['src']); "
+                  "j.var('myproject.core/-main')()"], cwd=project, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout == "[4.0 4.0]\n"
     r = _run([str(bin_ / "mxkv"), "jar", "--deps-edn"], cwd=project, env=env)
@@ -140,8 +157,8 @@ def test_your_own_clojure_project(installed, tmp_path):
     assert Path(r.stdout.strip()) == Path(roots[0])
 
 
-def test_the_test_suite_needs_a_checkout(installed):
+def test_the_test_suite_needs_a_checkout(installed, transport):
     bin_, env, empty, _ = installed
-    r = _run([str(bin_ / "mxkv"), "test"], cwd=empty, env=env)
+    r = _run([str(bin_ / "mxkv"), "test", "--transport", transport], cwd=empty, env=env)
     assert r.returncode == 1
     assert "not part of the package" in r.stderr
