@@ -50,9 +50,11 @@
   (System/gc)
   (Thread/sleep 100)
   (bridge/flush-releases!)
-  (let [before (live-handles)]
-    (dotimes [_ 2000] (ndarray/ones [4]))
-    (is (>= (live-handles) (+ before 1500)) "the arrays exist in the engine while reachable")
+  (let [before (live-handles)
+        held (volatile! (doall (repeatedly 2000 #(ndarray/ones [4]))))]
+    (is (>= (live-handles) (+ before 2000)) "the arrays exist in the engine while reachable")
+    (is (= 2000 (count @held)))
+    (vreset! held nil)
     (is (wait-until 15000 (fn []
                             (System/gc)
                             (bridge/flush-releases!)
