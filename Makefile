@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) \
 	  || { echo "could not create $(VENV): install python3-venv (apt-get install -y python3-venv)"; exit 1; }
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[test]'
+	$(PIP) install -q -e '.[test,dist]'
 	@touch $@
 
 # The JVM side: Debian's clojure package when no Clojure is found, and javac.

@@ -11,6 +11,8 @@ the error is also that builtin, so code written for either catches it::
     +-- MXNetIndexError (IndexError)
     +-- MXNetIOError (OSError)
     +-- MissingDependencyError (ImportError)
+    +-- MXNetTimeoutError (TimeoutError)
+    +-- DeadNodeError
 
 Every environment knob (MXNet's ``MXNET_*``/``DMLC_*`` and mxkv's own
 ``MXKV_*``) is read through :func:`env`, so a bad value always gives the
@@ -25,7 +27,8 @@ import numpy as np
 
 __all__ = [
     "MXNetError", "MXNetValueError", "MXNetTypeError", "MXNetIndexError", "MXNetIOError",
-    "UnknownOptimizerError", "MissingDependencyError", "numeric_types", "env",
+    "UnknownOptimizerError", "MissingDependencyError", "MXNetTimeoutError", "DeadNodeError",
+    "numeric_types", "env",
 ]
 
 numeric_types = (float, int, np.generic)
@@ -62,6 +65,14 @@ class UnknownOptimizerError(MXNetValueError):
 class MissingDependencyError(MXNetError, ImportError):
     """An optional part (a JVM, Clojure, Py4J, JPype...) is not installed; the
     message names what to install."""
+
+
+class MXNetTimeoutError(MXNetError, TimeoutError):
+    """A distributed call waited past its timeout; the message names who it waited for."""
+
+
+class DeadNodeError(MXNetError):
+    """A node of a distributed job died; the message names its role and rank."""
 
 
 T = TypeVar("T")

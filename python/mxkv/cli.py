@@ -10,6 +10,7 @@ Subcommands::
     mxkv tutorial [FILE]       run the KVStore tutorial as a checked REPL transcript
     mxkv test [NS-REGEX...]    run the Clojure test suite (a checkout's clojure/test)
     mxkv build                 compile the bridge's Java sources when they changed
+    mxkv launch -n W [-s S] -- CMD...  run CMD as W workers of a distributed job on Ray
 
 ``clj``, ``repl``, ``tutorial`` and ``test`` take ``--transport py4j|jpype``
 (default: ``MXKV_TRANSPORT``, else py4j). With py4j a JVM process starts and
@@ -126,6 +127,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(__doc__)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
+    if cmd == "launch":
+        from .kvstore.dist.launch import main as launch_main
+
+        return launch_main(rest)
     try:
         if cmd == "classpath":
             print(cp.classpath("--test" in rest))

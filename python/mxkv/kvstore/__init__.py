@@ -1,5 +1,6 @@
 """Key-value stores for parameter exchange (MXNet's ``mx.kv``)."""
 from .base import KVStoreBase, create
+from .kvstore_server import KVStoreServer
 from .local import KVStore
 
-__all__ = ["KVStoreBase", "KVStore", "create"]
+__all__ = ["KVStoreBase", "KVStore", "KVStoreServer", "create"]

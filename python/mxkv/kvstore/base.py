@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Dict, Type
 
-from ..base import MXNetError, env
+from ..base import env
 
 __all__ = ["KVStoreBase", "create"]
 
@@ -133,7 +133,8 @@ class TestStore(KVStoreBase):
 
 
 # Built-in store families, chosen by substring of the lower-cased type name.
-# Each maker takes the name and returns a store; later issues add dist/nccl.
+# Each maker takes the name and returns a store; dist is the Ray store
+# (kvstore/dist/), nccl the NCCL comm (comm/nccl.py).
 _FAMILIES: Dict[str, Callable[[str], Any]] = {}
 
 
@@ -142,16 +143,12 @@ def register_family(pattern: str, maker: Callable[[str], Any]) -> None:
     _FAMILIES[pattern] = maker
 
 
-def _unavailable(what: str, issue: str) -> Callable[[str], Any]:
-    def maker(name: str):
-        raise MXNetError(
-            f"kvstore type '{name}' needs the {what}, which mxkv does not provide yet "
-            f"({issue}); use 'local' or 'device' on one machine"
-        )
-    return maker
+def _make_dist(name: str) -> Any:
+    from .dist import create_dist
+
+    return create_dist(name)
 
 
-register_family("dist", _unavailable("distributed store on Ray", "the distributed-store issue"))
 def _make_nccl(name: str) -> Any:
     from .comm.nccl import check_nccl_available
     from .local import KVStore
@@ -160,6 +157,7 @@ def _make_nccl(name: str) -> Any:
     return KVStore(name, comm="nccl")
 
 
+register_family("dist", _make_dist)
 register_family("nccl", _make_nccl)
 
 

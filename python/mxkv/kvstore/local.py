@@ -287,6 +287,11 @@ class KVStore(KVStoreBase):
         ``row_ids`` is an NDArray or a list of them, one per out (a single one
         is shared by every out). Duplicated or unsorted ids are allowed.
         """
+        plan = self._validate_row_sparse_pull(key, out, row_ids)
+        self._apply_row_sparse_pull(plan)
+
+    def _validate_row_sparse_pull(self, key: Any, out: Any, row_ids: Any) -> list:
+        """Check a whole row_sparse_pull; returns ``[(key, out, sorted unique ids)]``."""
         op = "row_sparse_pull"
         if out is None:
             raise MXNetError(f"{op}: out is required")
@@ -323,6 +328,9 @@ class KVStore(KVStoreBase):
                 raise MXNetError(f"{op}: row id {int(bad)} is out of range for key "
                                  f"{key_name(k)} of shape {stored.shape}")
             plan.append((k, o, ids))
+        return plan
+
+    def _apply_row_sparse_pull(self, plan: list) -> None:
         for k, o, ids in plan:
             # As MXNet's sparse_retain: the result has exactly the requested
             # rows, zero where the stored value has none.

@@ -1,0 +1,295 @@
+"""A worker's line to the server shards: calls, waits, retries and resends.
+
+Everything a worker sends to a shard goes through :class:`Channel`:
+
+* **Waiting never hangs silently.** :meth:`Channel.wait` waits for a set of
+  shard calls; after ``MXKV_STALL_TIMEOUT`` seconds it logs which ranks have
+  not pushed which keys (asking the shards), and past ``MXKV_FAIL_TIMEOUT``
+  it cancels the calls and raises :class:`~mxkv.base.MXNetTimeoutError`
+  naming them. A call that fails because a worker died raises
+  :class:`~mxkv.base.DeadNodeError` naming its rank.
+* **Pushes are kept until durable.** Each init and push message is kept
+  (its object-store reference, not a copy) until the shard reports a
+  checkpoint covering it.
+* **A restarted shard is resynced.** When a call finds its shard dead or
+  restarted, the channel waits for Ray to bring it back, re-sends every
+  kept message (the shard drops what its checkpoint already has: sequence
+  numbers make this exactly-once) and retries the call.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ...base import DeadNodeError, MXNetError, MXNetTimeoutError
+from .job import NAMESPACE, Timeouts, shard_name
+from .shard import ShardRestarted
+
+__all__ = ["Channel", "Message"]
+
+log = logging.getLogger("mxkv.kvstore.dist")
+
+
+@dataclass
+class Message:
+    """An init or push message kept for resending: ``items`` are (part, seq)
+    (seq 0 for init) and ``ref`` the payloads in the object store."""
+
+    kind: str
+    shard: int
+    items: List[Tuple[Any, Any]]
+    ref: Any
+    names: List[Any] = field(default_factory=list)
+
+
+class Call:
+    """One pending shard call and how to redo it after a resync."""
+
+    __slots__ = ("shard", "ref", "make", "what")
+
+    def __init__(self, shard: int, make: Callable[[str], Any], what: str) -> None:
+        self.shard = shard
+        self.make = make
+        self.what = what
+        self.ref = None
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """The exception a shard raised, out of Ray's wrapper."""
+    cause = getattr(exc, "cause", None)
+    return cause if isinstance(cause, BaseException) else exc
+
+
+class Channel:
+    """The shard actors of a job, seen from one worker.
+
+    Parameters
+    ----------
+    ray : module
+    job : str
+    num_shards : int
+    rank : int
+    timeouts : Timeouts
+    describe : callable
+        ``describe(part_name) -> str``: how a part is named in messages.
+    """
+
+    def __init__(self, ray: Any, job: str, num_shards: int, rank: int, timeouts: Timeouts,
+                 describe: Callable[[Any], str] = repr) -> None:
+        self.ray = ray
+        self.job = job
+        self.rank = rank
+        self.timeouts = timeouts
+        self.describe = describe
+        self.shards = [self._lookup(i) for i in range(num_shards)]
+        self.incarnation: List[str] = [""] * num_shards
+        self.kept: List[List[Message]] = [[] for _ in range(num_shards)]
+        self.durable: Dict[Any, int] = {}
+        self.inflight: List[Tuple[Any, Message]] = []
+        self.lock = threading.RLock()
+        self._sync_locks = [threading.Lock() for _ in range(num_shards)]
+        hellos = self.ray.get([s.hello.remote() for s in self.shards],
+                              timeout=self.timeouts.fail)
+        for i, h in enumerate(hellos):
+            self.incarnation[i] = h["incarnation"]
+
+    def _lookup(self, index: int) -> Any:
+        deadline = time.monotonic() + self.timeouts.fail
+        while True:
+            try:
+                return self.ray.get_actor(shard_name(self.job, index), namespace=NAMESPACE)
+            except ValueError:
+                if time.monotonic() > deadline:
+                    raise MXNetError(f"server shard {index} of job {self.job!r} does not exist: "
+                                     "was the job started with `mxkv launch`?") from None
+                time.sleep(0.2)
+
+    # ------------------------------------------------------------ sending
+    def send(self, msg: Message, method: str, *args: Any) -> None:
+        """Send an init/push message and keep it until it is durable."""
+        with self.lock:
+            self.kept[msg.shard].append(msg)
+            ref = self._submit_message(msg, method, args)
+            self.inflight.append((ref, msg))
+
+    def _submit_message(self, msg: Message, method: str, args: tuple) -> Any:
+        shard = self.shards[msg.shard]
+        inc = self.incarnation[msg.shard]
+        if method == "init":
+            return shard.init.remote(inc, msg.items, msg.ref)
+        return shard.push.remote(inc, self.rank, msg.items, msg.ref)
+
+    def reap(self, block: bool = False) -> None:
+        """Collect finished pushes: forget durable messages, resync restarted
+        shards and raise what a shard refused. ``block`` waits for all."""
+        with self.lock:
+            if not self.inflight:
+                return
+            refs = [r for r, _ in self.inflight]
+        if block:
+            self._wait_refs(refs, "finishing pushes")
+            done = refs
+        else:
+            done, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
+        if not done:
+            return
+        done_set = set(done)
+        with self.lock:
+            finished = [(r, m) for r, m in self.inflight if r in done_set]
+            self.inflight = [(r, m) for r, m in self.inflight if r not in done_set]
+        error = None
+        for ref, msg in finished:
+            try:
+                durable = self.ray.get(ref)
+            except Exception as exc:  # noqa: BLE001 - sorted out below
+                cause = _cause(exc)
+                if self._is_restart(exc):
+                    self.resync(msg.shard)
+                    continue
+                error = error or cause
+                continue
+            self._note_durable(msg.shard, msg.items, durable)
+        if error is not None:
+            raise error
+
+    def _note_durable(self, shard: int, items: Sequence[Tuple[Any, Any]],
+                      durable: Sequence[int]) -> None:
+        with self.lock:
+            for (name, _), d in zip(items, durable):
+                if d > self.durable.get(name, -1):
+                    self.durable[name] = d
+            keep = []
+            for m in self.kept[shard]:
+                if all(self.durable.get(n, -1) >= (0 if m.kind == "init" else s)
+                       for n, s in m.items):
+                    continue
+                keep.append(m)
+            self.kept[shard] = keep
+
+    # ------------------------------------------------------------ calls
+    def call(self, calls: List[Call], what: str) -> List[Any]:
+        """Run shard calls concurrently; returns their results in order.
+
+        ``Call.make(incarnation)`` submits the call; it is made again after
+        the shard is resynced.
+        """
+        for c in calls:
+            c.ref = c.make(self.incarnation[c.shard])
+        results: List[Any] = [None] * len(calls)
+        todo = list(range(len(calls)))
+        while todo:
+            self._wait_refs([calls[i].ref for i in todo], what)
+            retry = []
+            for i in todo:
+                c = calls[i]
+                try:
+                    results[i] = self.ray.get(c.ref)
+                except Exception as exc:  # noqa: BLE001
+                    if self._is_restart(exc):
+                        self.resync(c.shard)
+                        c.ref = c.make(self.incarnation[c.shard])
+                        retry.append(i)
+                        continue
+                    raise self._translate(exc, c.what) from None
+            todo = retry
+        return results
+
+    def _is_restart(self, exc: BaseException) -> bool:
+        cause = _cause(exc)
+        if isinstance(cause, ShardRestarted):
+            return True
+        errs = self.ray.exceptions
+        return isinstance(exc, (errs.RayActorError, errs.ActorUnavailableError)) \
+            and not isinstance(exc, errs.RayTaskError)
+
+    def _translate(self, exc: BaseException, what: str) -> BaseException:
+        cause = _cause(exc)
+        if isinstance(cause, MXNetError):
+            return cause
+        return MXNetError(f"{what} failed on a server shard: {cause}")
+
+    # ------------------------------------------------------------ waiting
+    def _wait_refs(self, refs: List[Any], what: str) -> None:
+        """Wait for every ref, logging stalls and failing past the fail timeout."""
+        if not refs:
+            return
+        t = self.timeouts
+        start = time.monotonic()
+        next_stall = start + t.stall
+        deadline = start + t.fail
+        pending = list(refs)
+        while pending:
+            now = time.monotonic()
+            timeout = max(0.0, min(next_stall, deadline) - now)
+            _, pending = self.ray.wait(pending, num_returns=len(pending), timeout=timeout)
+            if not pending:
+                return
+            now = time.monotonic()
+            if now >= deadline:
+                report = self.stall_report()
+                for r in pending:
+                    try:
+                        self.ray.cancel(r)
+                    except Exception:  # noqa: BLE001 - best effort
+                        pass
+                raise MXNetTimeoutError(
+                    f"{what}: worker rank {self.rank} waited {now - start:.1f} s "
+                    f"(MXKV_FAIL_TIMEOUT={t.fail:g}) and gives up; {report}")
+            if now >= next_stall:
+                log.warning("mxkv %s: worker rank %d has waited %.1f s; %s", what, self.rank,
+                            now - start, self.stall_report())
+                next_stall += t.stall
+
+    def stall_report(self) -> str:
+        """Which ranks have not pushed which keys, from the shards."""
+        try:
+            reports = self.ray.get([s.stalled.remote() for s in self.shards],
+                                   timeout=max(1.0, min(10.0, self.timeouts.stall)))
+        except Exception as exc:  # noqa: BLE001
+            return f"the server shards did not say what they wait for ({exc})"
+        by_rank: Dict[int, List[Tuple[Any, int]]] = {}
+        for rep in reports:
+            for name, rnd, missing in rep:
+                for r in missing:
+                    by_rank.setdefault(r, []).append((name, rnd))
+        if not by_rank:
+            return "no round is waiting for a push (waiting for a shard or for rank 0's init)"
+        parts = []
+        for r in sorted(by_rank):
+            items = sorted(by_rank[r], key=lambda x: str(x[0]))
+            shown = ", ".join(f"{self.describe(n)} (round {k})" for n, k in items[:8])
+            more = f" and {len(items) - 8} more" if len(items) > 8 else ""
+            parts.append(f"rank {r} has not pushed keys {shown}{more}")
+        return "; ".join(parts)
+
+    # ------------------------------------------------------------ faults
+    def resync(self, index: int) -> None:
+        """Wait for shard ``index`` to be back, then re-send what it may lack."""
+        with self._sync_locks[index]:
+            old = self.incarnation[index]
+            deadline = time.monotonic() + self.timeouts.fail
+            info = None
+            while info is None:
+                try:
+                    info = self.ray.get(self.shards[index].hello.remote(),
+                                        timeout=max(1.0, self.timeouts.heartbeat * 5))
+                except Exception as exc:  # noqa: BLE001 - the shard is restarting
+                    if time.monotonic() > deadline:
+                        raise DeadNodeError(
+                            f"server shard {index} of job {self.job!r} died and did not come "
+                            f"back within {self.timeouts.fail:g} s: {_cause(exc)}") from None
+                    time.sleep(0.1)
+            if info["incarnation"] == old:
+                return
+            log.warning("mxkv: server shard %d restarted (from its checkpoint: %s); worker "
+                        "rank %d re-sends its %d kept messages", index, info["restored"],
+                        self.rank, len(self.kept[index]))
+            with self.lock:
+                self.incarnation[index] = info["incarnation"]
+                msgs = sorted(self.kept[index], key=lambda m: m.kind != "init")
+                for m in msgs:
+                    ref = self._submit_message(m, m.kind, ())
+                    self.inflight.append((ref, m))

@@ -1,0 +1,132 @@
+"""Creating and removing a job's actors on a Ray cluster.
+
+:func:`create_job` starts the coordinator and the server shards of a job
+and returns a :class:`Job` whose :meth:`Job.environ` is what workers need
+in their environment; :meth:`Job.close` removes the actors and the
+checkpoint directory. ``mxkv launch`` is a thin layer over these.
+
+Shards are async actors that Ray restarts when they die
+(``MXKV_SHARD_MAX_RESTARTS``, default unlimited); a restarted shard reads
+its checkpoint. Actors reserve no CPU (``num_cpus=0``): a shard is a
+memory-bound process that should not keep workers from being scheduled.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from ...base import env
+from .coordinator import Coordinator
+from .job import NAMESPACE, JobEnv, Timeouts, coordinator_name, import_ray, shard_name
+from .shard import ServerShard
+
+__all__ = ["Job", "create_job"]
+
+
+@dataclass
+class Job:
+    """A running job's actors and settings."""
+
+    name: str
+    address: Optional[str]
+    num_workers: int
+    num_servers: int
+    checkpoint_dir: str
+    coordinator: Any
+    shards: List[Any]
+    p3: bool = False
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    owns_checkpoints: bool = True
+
+    def job_env(self, role: str = "worker", rank: Optional[int] = None) -> JobEnv:
+        return JobEnv(job=self.name, address=self.address, role=role,
+                      num_workers=self.num_workers, num_servers=self.num_servers,
+                      rank=rank, p3=self.p3, timeouts=self.timeouts)
+
+    def environ(self, role: str = "worker", rank: Optional[int] = None) -> Dict[str, str]:
+        """Environment variables for a worker (or server) process of this job."""
+        out = self.job_env(role, rank).environ()
+        out["MXKV_CHECKPOINT_DIR"] = self.checkpoint_dir
+        t = self.timeouts
+        out.update({"MXKV_STALL_TIMEOUT": repr(t.stall), "MXKV_FAIL_TIMEOUT": repr(t.fail),
+                    "MXKV_HEARTBEAT_INTERVAL": repr(t.heartbeat),
+                    "MXKV_DEAD_TIMEOUT": repr(t.dead)})
+        # MXNet's own names, for scripts that read them
+        out.setdefault("DMLC_PS_ROOT_URI", "127.0.0.1")
+        out.setdefault("DMLC_PS_ROOT_PORT", "0")
+        return out
+
+    def close(self) -> None:
+        """Stop the coordinator and the shards; remove the checkpoints."""
+        ray = import_ray()
+        if ray.is_initialized():
+            try:
+                ray.get(self.coordinator.stop.remote(), timeout=5)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            for actor in [*self.shards, self.coordinator]:
+                try:
+                    ray.kill(actor, no_restart=True)
+                except Exception:  # noqa: BLE001
+                    pass
+        if self.owns_checkpoints:
+            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+
+
+def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
+               address: Optional[str] = None, p3: bool = False,
+               timeouts: Optional[Timeouts] = None,
+               checkpoint_dir: Optional[str] = None,
+               shard_options: Optional[dict] = None) -> Job:
+    """Create a job's coordinator and ``num_servers`` shards on the connected
+    Ray cluster (call ``ray.init`` first); waits until they answer.
+
+    Parameters
+    ----------
+    num_workers, num_servers : int
+    name : str, optional
+        The job's name (a fresh one when not given).
+    address : str, optional
+        The Ray address workers should join (recorded in the environment).
+    p3 : bool
+        P3 slicing and priorities (``DMLC_PS_VAN_TYPE=p3``).
+    timeouts : Timeouts, optional
+        Default: from the environment.
+    checkpoint_dir : str, optional
+        Default: ``MXKV_CHECKPOINT_DIR``, else a new temporary directory
+        (removed by :meth:`Job.close`).
+    shard_options : dict, optional
+        Extra Ray actor options for the shards (e.g. a scheduling strategy).
+    """
+    ray = import_ray()
+    name = name or f"job-{uuid.uuid4().hex[:10]}"
+    timeouts = timeouts or Timeouts.from_env()
+    owns = False
+    if checkpoint_dir is None:
+        checkpoint_dir = env("MXKV_CHECKPOINT_DIR", "")
+    if not checkpoint_dir:
+        checkpoint_dir = tempfile.mkdtemp(prefix=f"mxkv-{name}-")
+        owns = True
+    os.makedirs(checkpoint_dir, exist_ok=True)
+    rounds = env("MXKV_CHECKPOINT_ROUNDS", 4, int, minimum=1)
+    restarts = env("MXKV_SHARD_MAX_RESTARTS", -1, int, minimum=-1)
+    coord_cls = ray.remote(Coordinator)
+    coordinator = coord_cls.options(name=coordinator_name(name), namespace=NAMESPACE,
+                                    num_cpus=0, max_concurrency=1000).remote(
+        name, num_workers, num_servers, timeouts.heartbeat, timeouts.dead)
+    ray.get(coordinator.info.remote(), timeout=timeouts.fail)
+    shard_cls = ray.remote(ServerShard)
+    opts = dict(num_cpus=0, max_restarts=restarts, max_task_retries=0, max_concurrency=1000)
+    opts.update(shard_options or {})
+    shards = [shard_cls.options(name=shard_name(name, i), namespace=NAMESPACE, **opts).remote(
+        name, i, num_workers, checkpoint_dir, rounds, timeouts.heartbeat)
+        for i in range(num_servers)]
+    ray.get([s.hello.remote() for s in shards], timeout=timeouts.fail)
+    ray.get(coordinator.set_shards.remote(shards), timeout=timeouts.fail)
+    return Job(name=name, address=address, num_workers=num_workers, num_servers=num_servers,
+               checkpoint_dir=checkpoint_dir, coordinator=coordinator, shards=shards, p3=p3,
+               timeouts=timeouts, owns_checkpoints=owns)

@@ -1,0 +1,260 @@
+"""The coordinator of a job: ranks, heartbeats, barriers and the command log.
+
+MXNet's ps-lite has a *scheduler* node that hands out ranks, runs barriers
+and watches heartbeats. The coordinator is that node as a Ray actor (one per
+job, named ``mxkv:<job>``). Array data never passes through it.
+
+* Workers ``join`` (getting a rank), send ``heartbeat``s from a background
+  thread and ``leave`` when their store closes. A worker silent for
+  ``MXKV_DEAD_TIMEOUT`` seconds is declared dead: every shard is told, so
+  that calls waiting for its pushes fail naming it, and barriers fail too.
+* Shards send heartbeats as well, so ``num_dead_node`` can count silent
+  servers as MXNet's does.
+* Commands sent to the servers (optimizer, compression, ...) are logged with
+  a sequence number, so that a restarted shard replays the ones its last
+  checkpoint did not include.
+* Server processes (``DMLC_ROLE=server``) wait in :meth:`wait_done` until
+  every worker has left.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from ...base import DeadNodeError, MXNetError
+
+__all__ = ["Coordinator", "SCHEDULER", "SERVER_GROUP", "WORKER_GROUP"]
+
+# MXNet / ps-lite node group ids (num_dead_node's node_id)
+SCHEDULER, SERVER_GROUP, WORKER_GROUP = 1, 2, 4
+
+
+class Coordinator:
+    """The job's coordinator (used as an async Ray actor).
+
+    Parameters
+    ----------
+    job : str
+    num_workers, num_servers : int
+    heartbeat, dead_timeout : float
+        Seconds between heartbeats, and of silence before a worker is dead.
+    """
+
+    def __init__(self, job: str, num_workers: int, num_servers: int,
+                 heartbeat: float = 1.0, dead_timeout: float = 30.0) -> None:
+        self.job = job
+        self.num_workers = int(num_workers)
+        self.num_servers = int(num_servers)
+        self.heartbeat_s = float(heartbeat)
+        self.dead_timeout = float(dead_timeout)
+        self.workers: Dict[int, dict] = {}
+        self.left: Dict[int, float] = {}
+        self.dead: Dict[int, str] = {}
+        self.shard_beats: Dict[int, float] = {}
+        self.servers: Dict[int, str] = {}
+        self.shards: List[Any] = []
+        self.commands: List[Tuple[int, int, Any, Optional[int]]] = []
+        self.optimizer_set = False
+        self.mode: Optional[str] = None
+        self._barrier_gen = 0
+        self._barrier_in: set = set()
+        self._cond: Optional[asyncio.Condition] = None
+        self._monitor: Optional[asyncio.Task] = None
+        self._stopped = False
+
+    # ------------------------------------------------------------ helpers
+    @property
+    def cond(self) -> asyncio.Condition:
+        if self._cond is None:
+            self._cond = asyncio.Condition()
+            self._monitor = asyncio.get_running_loop().create_task(self._watch())
+        return self._cond
+
+    async def _notify(self) -> None:
+        async with self.cond:
+            self.cond.notify_all()
+
+    async def _watch(self) -> None:
+        """Declare silent workers dead and tell the shards."""
+        while not self._stopped:
+            await asyncio.sleep(min(self.heartbeat_s, self.dead_timeout / 4))
+            now = time.monotonic()
+            newly = {}
+            for rank, info in self.workers.items():
+                if rank in self.left or rank in self.dead:
+                    continue
+                silent = now - info["beat"]
+                if silent > self.dead_timeout:
+                    newly[rank] = (f"no heartbeat for {silent:.1f} s from "
+                                   f"{info['host']}")
+            for rank, why in newly.items():
+                await self.declare_dead(rank, why)
+
+    # ------------------------------------------------------------ setup
+    async def set_shards(self, shards: List[Any]) -> None:
+        """Hand the coordinator the shard actors (the launcher does)."""
+        self.shards = list(shards)
+        _ = self.cond
+
+    async def info(self) -> dict:
+        return {"job": self.job, "num_workers": self.num_workers,
+                "num_servers": self.num_servers, "workers": sorted(self.workers),
+                "left": sorted(self.left), "dead": dict(self.dead),
+                "servers": dict(self.servers), "commands": len(self.commands)}
+
+    # ------------------------------------------------------------ workers
+    async def join(self, rank: Optional[int], host: str) -> int:
+        """Admit a worker; returns its rank (``rank`` when given, else the
+        lowest free one)."""
+        _ = self.cond
+        live = {r for r in self.workers if r not in self.left and r not in self.dead}
+        if rank is None:
+            free = [r for r in range(self.num_workers) if r not in self.workers]
+            if not free:
+                raise MXNetError(f"job {self.job!r} has {self.num_workers} workers already "
+                                 f"(DMLC_NUM_WORKER); worker {host} cannot join")
+            rank = free[0]
+        rank = int(rank)
+        if not 0 <= rank < self.num_workers:
+            raise MXNetError(f"rank {rank} is out of range for a job of {self.num_workers} "
+                             "workers (MXKV_RANK, DMLC_NUM_WORKER)")
+        if rank in live:
+            raise MXNetError(f"rank {rank} of job {self.job!r} is already taken by "
+                             f"{self.workers[rank]['host']}")
+        self.workers[rank] = {"host": host, "beat": time.monotonic()}
+        self.left.pop(rank, None)
+        return rank
+
+    async def heartbeat(self, rank: int) -> Dict[int, str]:
+        """Record that ``rank`` is alive; returns the dead workers."""
+        info = self.workers.get(rank)
+        if info is not None:
+            info["beat"] = time.monotonic()
+        return self.dead
+
+    async def declare_dead(self, rank: int, why: str) -> None:
+        """Declare worker ``rank`` dead now (the launcher saw its process exit)."""
+        rank = int(rank)
+        if rank in self.dead or rank in self.left:
+            return
+        self.dead[rank] = why
+        for shard in self.shards:
+            shard.mark_dead.remote({rank: why})
+        await self._notify()
+
+    async def shard_beat(self, index: int) -> None:
+        self.shard_beats[int(index)] = time.monotonic()
+
+    async def leave(self, rank: int) -> None:
+        self.left[int(rank)] = time.monotonic()
+        await self._notify()
+
+    # ------------------------------------------------------------ barrier
+    def _barrier_blocker(self) -> Optional[str]:
+        for r in range(self.num_workers):
+            if r in self._barrier_in:
+                continue
+            if r in self.dead:
+                return f"worker rank {r} died ({self.dead[r]})"
+            if r in self.left:
+                return f"worker rank {r} has already closed its store"
+        return None
+
+    async def barrier(self, rank: int) -> int:
+        """Wait until every worker has called barrier; fails naming a dead one."""
+        async with self.cond:
+            gen = self._barrier_gen
+            self._barrier_in.add(int(rank))
+            if len(self._barrier_in) >= self.num_workers:
+                self._barrier_in = set()
+                self._barrier_gen += 1
+                self.cond.notify_all()
+                return gen
+
+            def passed():
+                if self._barrier_gen != gen:
+                    return True
+                why = self._barrier_blocker()
+                if why:
+                    raise DeadNodeError(f"barrier of job {self.job!r} can never complete: {why}")
+                return False
+
+            await self.cond.wait_for(passed)
+            return gen
+
+    async def waiting_at_barrier(self) -> List[int]:
+        """Ranks that have not reached the current barrier."""
+        return [r for r in range(self.num_workers) if r not in self._barrier_in]
+
+    # ------------------------------------------------------------ dead nodes
+    async def dead_nodes(self, node_id: int, timeout: float) -> int:
+        """How many nodes of group ``node_id`` (MXNet's ids: 1 scheduler, 2
+        servers, 4 workers, or a sum) are dead or silent for ``timeout`` s."""
+        now = time.monotonic()
+        count = 0
+        if node_id & WORKER_GROUP:
+            for r in range(self.num_workers):
+                if r in self.left:
+                    continue
+                info = self.workers.get(r)
+                if r in self.dead or (info is not None and now - info["beat"] > timeout):
+                    count += 1
+        if node_id & SERVER_GROUP:
+            for i in range(self.num_servers):
+                beat = self.shard_beats.get(i)
+                if beat is not None and now - beat > timeout:
+                    count += 1
+        return count
+
+    async def dead_workers(self) -> Dict[int, str]:
+        return dict(self.dead)
+
+    # ------------------------------------------------------------ commands
+    async def command(self, head: int, body: Any, target: Optional[int] = None) -> int:
+        """Log a command for the servers (or for shard ``target`` only);
+        returns its sequence number."""
+        seq = len(self.commands) + 1
+        self.commands.append((seq, int(head), body, target))
+        if int(head) == 0 or int(head) == -1:
+            self.optimizer_set = True
+        return seq
+
+    async def set_mode(self, mode: str) -> str:
+        """The job's mode (``'sync'`` or ``'async'``): the first worker's, as
+        MXNet's rank 0 sends kSyncMode; returns the mode in force."""
+        if self.mode is None:
+            self.mode = mode
+            await self.command(3, mode)
+        return self.mode
+
+    async def command_log(self, after: int = 0) -> List[Tuple[int, int, Any, Optional[int]]]:
+        return [c for c in self.commands if c[0] > after]
+
+    async def has_optimizer(self) -> bool:
+        return self.optimizer_set
+
+    # ------------------------------------------------------------ servers / end
+    async def server_join(self, host: str) -> int:
+        index = len(self.servers)
+        self.servers[index] = host
+        return index
+
+    def _done(self) -> bool:
+        if self._stopped:
+            return True
+        gone = set(self.left) | set(self.dead)
+        return len(self.workers) >= self.num_workers and gone >= set(self.workers)
+
+    async def wait_done(self, timeout: Optional[float] = None) -> bool:
+        """Block until every worker has left (or died) or the job is stopped."""
+        try:
+            async with self.cond:
+                await asyncio.wait_for(self.cond.wait_for(self._done), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def stop(self) -> None:
+        self._stopped = True
+        await self._notify()

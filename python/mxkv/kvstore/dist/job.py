@@ -1,0 +1,149 @@
+"""A distributed job: its settings from the environment, and the Ray connection.
+
+A job is a Ray cluster plus, in Ray's ``mxkv`` namespace, a coordinator
+actor named ``mxkv:<job>`` and the server shard actors ``mxkv:<job>:shard<i>``.
+``mxkv launch`` creates them and starts the workers with this environment:
+
+================  ======================================================
+variable          meaning
+================  ======================================================
+MXKV_JOB          the job's name (which coordinator to join)
+MXKV_RAY_ADDRESS  the Ray cluster (else ``RAY_ADDRESS``)
+DMLC_ROLE         ``worker`` or ``server`` (MXNet's)
+DMLC_NUM_WORKER   number of workers (MXNet's)
+DMLC_NUM_SERVER   number of server shards (MXNet's)
+MXKV_RANK         this worker's rank; unset: the coordinator assigns ranks
+                  in order of joining, as ps-lite's scheduler does
+DMLC_PS_VAN_TYPE  ``p3`` turns on P3 slicing and priorities (MXNet's)
+================  ======================================================
+
+Timeouts and fault knobs are read here too (see :class:`Timeouts`), so that
+every process of a job reads them the same way.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ...base import MXNetError, env
+
+__all__ = ["JobEnv", "Timeouts", "NAMESPACE", "coordinator_name", "shard_name",
+           "import_ray", "connect"]
+
+#: the Ray namespace holding every mxkv job's actors
+NAMESPACE = "mxkv"
+
+
+def coordinator_name(job: str) -> str:
+    return f"mxkv:{job}"
+
+
+def shard_name(job: str, index: int) -> str:
+    return f"mxkv:{job}:shard{index}"
+
+
+def import_ray():
+    """Ray, or an MXNetError saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise MXNetError("the distributed kvstore (dist_sync, dist_async, dist_device_sync) "
+                         "runs on Ray, which is not installed: pip install 'mxkv[dist]'") from None
+    return ray
+
+
+@dataclass
+class Timeouts:
+    """Fault knobs, in seconds.
+
+    stall : ``MXKV_STALL_TIMEOUT`` (default 60): a call waiting this long for
+        other workers logs which ranks have not pushed which keys.
+    fail : ``MXKV_FAIL_TIMEOUT`` (default 600): past this the call fails with
+        an error naming them.
+    heartbeat : ``MXKV_HEARTBEAT_INTERVAL`` (default 1): how often workers
+        and shards report to the coordinator.
+    dead : ``MXKV_DEAD_TIMEOUT`` (default 30): a worker silent this long is
+        declared dead; calls that need it fail naming its rank.
+    """
+
+    stall: float = 60.0
+    fail: float = 600.0
+    heartbeat: float = 1.0
+    dead: float = 30.0
+
+    @classmethod
+    def from_env(cls) -> "Timeouts":
+        return cls(stall=env("MXKV_STALL_TIMEOUT", 60.0, float, minimum=0.001),
+                   fail=env("MXKV_FAIL_TIMEOUT", 600.0, float, minimum=0.001),
+                   heartbeat=env("MXKV_HEARTBEAT_INTERVAL", 1.0, float, minimum=0.01),
+                   dead=env("MXKV_DEAD_TIMEOUT", 30.0, float, minimum=0.01))
+
+
+@dataclass
+class JobEnv:
+    """What a process needs to join a job, read from the environment."""
+
+    job: str
+    address: Optional[str]
+    role: str
+    num_workers: int
+    num_servers: int
+    rank: Optional[int]
+    p3: bool
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+    @classmethod
+    def from_env(cls, kind: str = "dist_sync") -> "JobEnv":
+        job = env("MXKV_JOB", "")
+        if not job:
+            raise MXNetError(
+                f"kvstore '{kind}' needs a distributed job, and none is set in this process's "
+                "environment (MXKV_JOB). Start the workers with `mxkv launch -n WORKERS -s "
+                "SERVERS -- CMD ...`, which creates the job on a Ray cluster and sets "
+                "MXKV_JOB, MXKV_RAY_ADDRESS, DMLC_NUM_WORKER and DMLC_NUM_SERVER; see "
+                "docs/distributed.md")
+        address = env("MXKV_RAY_ADDRESS", "") or env("RAY_ADDRESS", "") or None
+        rank = env("MXKV_RANK", -1, int)
+        return cls(job=job, address=address,
+                   role=env("DMLC_ROLE", "worker").strip().lower(),
+                   num_workers=env("DMLC_NUM_WORKER", 1, int, minimum=1),
+                   num_servers=env("DMLC_NUM_SERVER", 1, int, minimum=1),
+                   rank=None if rank < 0 else rank,
+                   p3=env("DMLC_PS_VAN_TYPE", "").strip().lower() == "p3",
+                   timeouts=Timeouts.from_env())
+
+    def environ(self) -> dict:
+        """The variables that reproduce this job in a child process."""
+        out = {"MXKV_JOB": self.job, "DMLC_ROLE": self.role,
+               "DMLC_NUM_WORKER": str(self.num_workers),
+               "DMLC_NUM_SERVER": str(self.num_servers)}
+        if self.address:
+            out["MXKV_RAY_ADDRESS"] = self.address
+        if self.rank is not None:
+            out["MXKV_RANK"] = str(self.rank)
+        if self.p3:
+            out["DMLC_PS_VAN_TYPE"] = "p3"
+        return out
+
+
+def connect(address: Optional[str]) -> Any:
+    """Join the Ray cluster at ``address`` (once per process); returns ``ray``.
+
+    Inside a Ray worker (an actor or task) the existing connection is used.
+    """
+    ray = import_ray()
+    if ray.is_initialized():
+        return ray
+    try:
+        ray.init(address=address or "auto", namespace=NAMESPACE, log_to_driver=False,
+                 logging_level="WARNING", configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise MXNetError(f"cannot join the Ray cluster at {address or 'auto'!r} "
+                         f"(MXKV_RAY_ADDRESS): {exc}") from exc
+    return ray
+
+
+def host_label() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"

@@ -1,0 +1,191 @@
+"""Rounds of a server shard: which pushes a part has, which it waits for.
+
+Every push a worker sends for a part carries a sequence number: the
+worker's count of pushes to that key (1, 2, ...). In ``dist_sync`` that
+number *is* the round: round ``r`` of a part completes when every worker's
+push ``r`` has arrived, and a pull after a worker's push ``r`` waits for
+round ``r``. In ``dist_async`` each push is applied on arrival, in each
+worker's order, and a pull waits only for the puller's own pushes.
+
+Sequence numbers make delivery exactly-once: a push whose number is not
+new (re-sent after a lost answer or a shard restart) is recognised and
+dropped, and one from a worker's future waits until its predecessor is in.
+
+:class:`RoundBook` is the bookkeeping only (no arrays, no Ray): the shard
+actor asks it what to do with a push and waits on it for rounds.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+from ...base import DeadNodeError
+
+__all__ = ["RoundBook"]
+
+
+class RoundBook:
+    """Per-part round counters, pending pushes and waiters of one shard.
+
+    Parameters
+    ----------
+    num_workers : int
+    sync : bool
+        ``True`` for dist_sync (rounds), ``False`` for dist_async.
+    """
+
+    def __init__(self, num_workers: int, sync: bool) -> None:
+        self.num_workers = int(num_workers)
+        self.sync = bool(sync)
+        #: completed rounds (sync) or applied pushes in all (async), per part
+        self.rounds: Dict[Any, int] = {}
+        #: per part, per rank: the last sequence number accepted
+        self.seen: Dict[Any, Dict[int, int]] = {}
+        #: per part: rank -> payload of the round in progress (sync only)
+        self.pending: Dict[Any, Dict[int, Any]] = {}
+        self.dead: Dict[int, str] = {}
+        self._cond: Optional[asyncio.Condition] = None
+
+    # -- state ------------------------------------------------------------
+    def add_part(self, name: Any, rounds: int = 0, seen: Optional[Dict[int, int]] = None) -> None:
+        self.rounds[name] = int(rounds)
+        self.seen[name] = dict(seen or {})
+        self.pending[name] = {}
+
+    def has(self, name: Any) -> bool:
+        return name in self.rounds
+
+    def state(self) -> dict:
+        """What a checkpoint keeps: rounds and accepted sequence numbers."""
+        return {"rounds": dict(self.rounds),
+                "seen": {k: dict(v) for k, v in self.seen.items()}}
+
+    def restore(self, state: dict) -> None:
+        for name, r in state["rounds"].items():
+            seen = state["seen"].get(name, {})
+            if self.sync:
+                # pending pushes were not checkpointed: only completed rounds count
+                seen = {w: min(s, r) for w, s in seen.items()}
+            self.add_part(name, r, seen)
+
+    # -- waiting ----------------------------------------------------------
+    @property
+    def cond(self) -> asyncio.Condition:
+        if self._cond is None:
+            self._cond = asyncio.Condition()
+        return self._cond
+
+    async def changed(self) -> None:
+        """Wake every waiter to re-check its condition."""
+        async with self.cond:
+            self.cond.notify_all()
+
+    async def wait(self, ready) -> None:
+        """Wait until ``ready()`` is true; it may raise (e.g. DeadNodeError)."""
+        async with self.cond:
+            await self.cond.wait_for(ready)
+
+    # -- pushes -----------------------------------------------------------
+    def ready_to_accept(self, rank: int, items: Sequence[Tuple[Any, int]]) -> bool:
+        """Whether every (part, seq) of a push may be looked at now: its
+        predecessor from this rank is in (sync: its previous round is done)."""
+        for name, seq in items:
+            if name not in self.rounds:
+                return False
+            if self.sync:
+                if seq > self.rounds[name] + 1:
+                    self._check_dead_for(name, seq - 1)
+                    return False
+            elif seq > self.seen[name].get(rank, 0) + 1:
+                return False
+        return True
+
+    def accept(self, rank: int, name: Any, seq: int, payload: Any) -> Optional[str]:
+        """Record push ``seq`` of ``rank`` for part ``name``.
+
+        Returns ``None`` for a duplicate (dropped), ``'apply'`` (async: apply
+        it now), ``'pending'`` (sync: the round waits for others) or
+        ``'complete'`` (sync: the round has every push; call :meth:`complete`).
+        """
+        last = self.seen[name].get(rank, 0)
+        if seq <= last:
+            return None
+        if not self.sync:
+            self.seen[name][rank] = seq
+            self.rounds[name] += 1
+            return "apply"
+        if seq <= self.rounds[name]:
+            return None
+        self.seen[name][rank] = seq
+        self.pending[name][rank] = payload
+        if len(self.pending[name]) >= self.num_workers:
+            return "complete"
+        return "pending"
+
+    def contributions(self, name: Any) -> List[Any]:
+        """The pending pushes of a complete round, in rank order (a fixed
+        summation order, so a replayed round gives the same bits)."""
+        pend = self.pending[name]
+        return [pend[w] for w in sorted(pend)]
+
+    def complete(self, name: Any) -> None:
+        self.pending[name] = {}
+        self.rounds[name] += 1
+
+    # -- pulls --------------------------------------------------------------
+    def pull_ready(self, rank: int, items: Iterable[Tuple[Any, int]]) -> bool:
+        """Whether every (part, seq) is served: sync, round ``seq`` is done;
+        async, this rank's push ``seq`` was applied. Raises DeadNodeError
+        when a dead worker's push is needed."""
+        for name, seq in items:
+            if name not in self.rounds:
+                self._check_dead_for(name, 0)
+                return False
+            if self.sync:
+                if self.rounds[name] < seq:
+                    self._check_dead_for(name, seq)
+                    return False
+            elif self.seen[name].get(rank, 0) < seq:
+                return False
+        return True
+
+    # -- faults -------------------------------------------------------------
+    def mark_dead(self, ranks: Dict[int, str]) -> None:
+        self.dead.update({int(r): why for r, why in ranks.items()})
+
+    def _check_dead_for(self, name: Any, round_: int) -> None:
+        if not self.dead:
+            return
+        if name not in self.rounds:
+            if 0 in self.dead:
+                raise DeadNodeError(
+                    f"worker rank 0 died ({self.dead[0]}) before it initialized key "
+                    f"{_label(name)}: no other rank can")
+            return
+        if not self.sync:
+            return
+        if self.rounds[name] >= round_:
+            return
+        have = self.pending[name]
+        missing = sorted(r for r in self.dead if r not in have)
+        if missing:
+            who = ", ".join(f"rank {r} ({self.dead[r]})" for r in missing)
+            raise DeadNodeError(
+                f"dist_sync round {self.rounds[name] + 1} of key {_label(name)} can never "
+                f"complete: worker {who} died without pushing it")
+
+    def stalled(self) -> List[Tuple[Any, int, List[int]]]:
+        """Rounds in progress: ``(part, round, ranks that have not pushed)``."""
+        out = []
+        for name, pend in self.pending.items():
+            if pend:
+                missing = [w for w in range(self.num_workers) if w not in pend]
+                out.append((name, self.rounds[name] + 1, missing))
+        return out
+
+    def missing_ranks(self) -> Set[int]:
+        return {w for _, _, miss in self.stalled() for w in miss}
+
+
+def _label(name: Any) -> str:
+    return repr(name)

@@ -1,0 +1,406 @@
+"""A server shard: MXNet's ``KVStoreDistServer`` as an async Ray actor.
+
+A shard holds the parts of keys that :mod:`.sharding` assigns to it, in a
+local :class:`~mxkv.kvstore.local.KVStore` (so storing, summing, row-sparse
+handling and the optimizer's updater are the local store's own). Each push
+carries the worker's rank and a sequence number per part (:mod:`.rounds`):
+
+* ``dist_sync``: a part's round completes when every worker's push has
+  arrived; the pushes are then summed in rank order and the updater runs
+  once (or the sum is stored), exactly as a local store given all the
+  values at once.
+* ``dist_async``: each push is applied on arrival; an updater is required.
+
+Pulls wait for the round the puller has pushed (sync) or for its own pushes
+(async), then answer with a reference to one snapshot in Ray's object store,
+shared by every worker asking for the same parts at the same round.
+
+Faults: every call names the shard *incarnation* the worker last synced
+with; after a restart (Ray restarts a killed shard) the new incarnation
+restores its last checkpoint (:mod:`.checkpoint`) and replays the commands
+logged since; calls naming an old incarnation get :class:`ShardRestarted`,
+telling the worker to re-send the pushes the checkpoint did not cover.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import pickle
+import time
+import uuid
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...base import MXNetError
+from ...context import cpu
+from ...ndarray import NDArray
+from ...ndarray.sparse import RowSparseNDArray
+from ..compression import GradientCompression
+from ..local import KVStore
+from .checkpoint import CheckpointWriter, checkpoint_path, copy_state, load_checkpoint
+from .job import NAMESPACE, coordinator_name, import_ray
+from .rounds import RoundBook
+
+__all__ = ["ServerShard", "ShardRestarted", "CMD_OPTIMIZER", "CMD_UPDATER",
+           "CMD_LOAD_STATES", "CMD_COMPRESSION", "CMD_SYNC_MODE"]
+
+# MXNet's CommandType ids (kvstore.py's _get_kvstore_server_command_type)
+CMD_OPTIMIZER, CMD_MULTI_PRECISION, CMD_STOP, CMD_SYNC_MODE, CMD_COMPRESSION, \
+    CMD_PROFILER = range(6)
+#: mxkv's own: a cloudpickled ``_set_updater`` callable; optimizer states to load
+CMD_UPDATER, CMD_LOAD_STATES = -1, -2
+
+
+class ShardRestarted(MXNetError):
+    """The shard restarted since the caller last synced with it.
+
+    Attributes
+    ----------
+    incarnation : str
+        The new incarnation.
+    rounds : dict
+        Completed rounds of the parts the call named, as restored.
+    """
+
+    def __init__(self, incarnation: str, rounds: Dict[Any, int]) -> None:
+        super().__init__(f"server shard restarted (incarnation {incarnation[:8]})")
+        self.incarnation = incarnation
+        self.rounds = rounds
+
+    def __reduce__(self):
+        return (ShardRestarted, (self.incarnation, self.rounds))
+
+
+def _to_nd(payload: Any, shape: Tuple[int, ...], gc: Optional[GradientCompression]):
+    """A pushed payload as the NDArray the local store sums."""
+    ctx = cpu(0)
+    if isinstance(payload, tuple):
+        kind = payload[0]
+        if kind == "rsp":
+            return RowSparseNDArray(payload[1], payload[2], shape, ctx)
+        if kind == "gc":
+            if gc is None:
+                raise MXNetError("a compressed push reached a shard that has no gradient "
+                                 "compression set")
+            out = np.empty(shape, np.float32)
+            gc.dequantize(payload[1], out)
+            return NDArray(out, ctx)
+        raise MXNetError(f"unknown payload kind {kind!r}")
+    return NDArray(payload.reshape(shape), ctx)
+
+
+def _export(stored: Any) -> Any:
+    """The stored value of a part as plain arrays (not copied)."""
+    if isinstance(stored, RowSparseNDArray):
+        return ("rsp", stored._data, stored._indices)
+    return stored._array
+
+
+class ServerShard:
+    """One server shard of a job (used as an async Ray actor).
+
+    Parameters
+    ----------
+    job : str
+    index : int
+        This shard's number, 0 .. num_shards-1.
+    num_workers : int
+    checkpoint_dir : str
+        Where ``shard-<index>.ckpt`` lives.
+    checkpoint_rounds : int
+        State-changing messages between checkpoints.
+    heartbeat : float
+        Seconds between heartbeats to the coordinator.
+    """
+
+    def __init__(self, job: str, index: int, num_workers: int, checkpoint_dir: str, checkpoint_rounds: int = 4,
+                 heartbeat: float = 1.0) -> None:
+        self.ray = import_ray()
+        self.job = job
+        self.index = int(index)
+        self.heartbeat_s = float(heartbeat)
+        self.incarnation = uuid.uuid4().hex
+        self.kv = KVStore("local")
+        # dist_sync until the first worker says (MXNet's kSyncMode command)
+        self.book = RoundBook(num_workers, sync=True)
+        self.shapes: Dict[Any, Tuple[int, ...]] = {}
+        self.gc: Optional[GradientCompression] = None
+        self.updater_blob: Optional[bytes] = None
+        self.cmd_seq = 0
+        self.durable: Dict[Any, int] = {}
+        self.arrivals: collections.deque = collections.deque(maxlen=100000)
+        self._snapshots: "collections.OrderedDict[tuple, Any]" = collections.OrderedDict()
+        self._since_ckpt = 0
+        self.checkpoint_rounds = max(1, int(checkpoint_rounds))
+        self.writer = CheckpointWriter(checkpoint_path(checkpoint_dir, self.index),
+                                       self._on_durable)
+        self._beat_task: Optional[asyncio.Task] = None
+        self.restored = self._restore()
+        self.coordinator = self.ray.get_actor(coordinator_name(job), namespace=NAMESPACE)
+        self._joined: Optional[asyncio.Task] = None
+
+    # ------------------------------------------------------------ state
+    def _restore(self) -> bool:
+        state = load_checkpoint(self.writer.path)
+        if state is None:
+            return False
+        for name, value in state["values"].items():
+            shape = state["shapes"][name]
+            if isinstance(value, tuple):
+                self.kv.init(name, RowSparseNDArray(value[1], value[2], shape, cpu(0)))
+            else:
+                self.kv.init(name, NDArray(value, cpu(0)))
+            self.shapes[name] = shape
+        self.book.sync = state.get("sync", True)
+        self.book.restore(state["book"])
+        self.durable = dict(state["book"]["rounds"])
+        if state.get("gc"):
+            self.gc = GradientCompression.create(state["gc"])
+        if state.get("updater_states") is not None:
+            _, optimizer = pickle.loads(state["updater_states"])
+            self.kv.set_optimizer(optimizer)
+            self.kv._updater.set_states(state["updater_states"])
+        elif state.get("updater_blob") is not None:
+            self._apply_updater_blob(state["updater_blob"])
+        self.cmd_seq = state.get("cmd_seq", 0)
+        return True
+
+    def _snapshot(self) -> dict:
+        """The shard's state now, safe to write while the shard goes on."""
+        values = {name: copy_state(_export(self.kv._stored(name, "checkpoint")))
+                  for name in self.shapes}
+        updater = self.kv._updater
+        states = None
+        if updater is not None and hasattr(updater, "get_states") and self.updater_blob is None:
+            states = updater.get_states(dump_optimizer=True)
+        return {"book": self.book.state(), "sync": self.book.sync, "values": values, "shapes": dict(self.shapes),
+                "gc": self.gc.get_params() if self.gc else None,
+                "updater_states": states, "updater_blob": self.updater_blob,
+                "cmd_seq": self.cmd_seq, "time": time.time()}
+
+    def _on_durable(self, snapshot: dict) -> None:
+        self.durable = snapshot["book"]["rounds"]
+
+    def _changed(self, force: bool = False) -> None:
+        self._since_ckpt += 1
+        if force or self._since_ckpt >= self.checkpoint_rounds:
+            self._since_ckpt = 0
+            self.writer.submit(self._snapshot())
+
+    async def _join(self) -> None:
+        """Before the first call: replay the commands logged since the
+        checkpoint, learn which workers are dead, start the heartbeats."""
+        if self._joined is None:
+            self._joined = asyncio.get_running_loop().create_task(self._do_join())
+        await asyncio.shield(self._joined)
+
+    async def _do_join(self) -> None:
+        self._replay_commands(await self.coordinator.command_log.remote(self.cmd_seq))
+        dead = await self.coordinator.dead_workers.remote()
+        if dead:
+            self.book.mark_dead(dead)
+        self._beat_task = asyncio.get_running_loop().create_task(self._beat())
+
+    async def _check(self, incarnation: Optional[str], names: Sequence[Any]) -> None:
+        await self._join()
+        if self.writer.error is not None:
+            err, self.writer.error = self.writer.error, None
+            raise MXNetError(f"server shard {self.index} could not write its checkpoint "
+                             f"{self.writer.path}: {err}")
+        if incarnation is not None and incarnation != self.incarnation:
+            raise ShardRestarted(self.incarnation, self._rounds_of(names))
+
+    def _rounds_of(self, names: Sequence[Any]) -> Dict[Any, int]:
+        return {n: self.book.rounds.get(n, -1) for n in names}
+
+    async def _beat(self) -> None:
+        while True:
+            try:
+                self.coordinator.shard_beat.remote(self.index)
+            except Exception:  # the coordinator is gone: the job is over
+                return
+            await asyncio.sleep(self.heartbeat_s)
+
+    # ------------------------------------------------------------ calls
+    async def hello(self, names: Sequence[Any] = ()) -> dict:
+        """The incarnation, process and restored rounds (for resyncing)."""
+        await self._check(None, names)
+        return {"incarnation": self.incarnation, "pid": os.getpid(),
+                "restored": self.restored, "rounds": self._rounds_of(names)}
+
+    async def init(self, incarnation: str, items: Sequence[Tuple[Any, Tuple[int, ...]]],
+                   payloads: Sequence[Any]) -> List[int]:
+        """Store the initial values of parts (rank 0's); known parts are kept."""
+        names = [n for n, _ in items]
+        await self._check(incarnation, names)
+        fresh = [(n, s, p) for (n, s), p in zip(items, payloads) if not self.book.has(n)]
+        if fresh:
+            for name, shape, payload in fresh:
+                self.kv.init(name, _to_nd(payload, tuple(shape), None))
+                self.shapes[name] = tuple(shape)
+                self.book.add_part(name)
+            self._changed(force=True)
+            await self.book.changed()
+        return [self.durable.get(n, -1) for n in names]
+
+    async def wait_init(self, incarnation: str, names: Sequence[Any]) -> None:
+        """Wait until rank 0 has initialized every part in ``names``."""
+        await self._check(incarnation, names)
+        await self.book.wait(lambda: self.book.pull_ready(-1, [(n, 0) for n in names]))
+
+    async def push(self, incarnation: str, rank: int, items: Sequence[Tuple[Any, int]],
+                   payloads: Sequence[Any]) -> List[int]:
+        """Accept push ``seq`` of ``rank`` for each (part, seq); returns the
+        parts' durable rounds (pushes up to them need not be kept)."""
+        names = [n for n, _ in items]
+        await self._check(incarnation, names)
+        if not self.book.ready_to_accept(rank, items):
+            await self.book.wait(lambda: self.book.ready_to_accept(rank, items))
+            await self._check(incarnation, names)
+        if not self.book.sync and self.kv._updater is None:
+            raise MXNetError("dist_async applies every push with the optimizer, and none is "
+                             "set: call kv.set_optimizer(...) before pushing")
+        changed = False
+        for (name, seq), payload in zip(items, payloads):
+            what = self.book.accept(rank, name, seq, payload)
+            if what is None:
+                continue
+            self.arrivals.append(name)
+            if what == "apply":
+                self.kv.push(name, _to_nd(payload, self.shapes[name], self.gc))
+                changed = True
+            elif what == "complete":
+                vals = [_to_nd(p, self.shapes[name], self.gc)
+                        for p in self.book.contributions(name)]
+                self.kv.push(name, vals)
+                self.book.complete(name)
+                changed = True
+        if changed:
+            self._changed()
+            await self.book.changed()
+        return [self.durable.get(n, -1) for n in names]
+
+    async def pull(self, incarnation: str, rank: int, items: Sequence[Tuple[Any, int]]):
+        """Wait until the (part, seq) pairs are served, then answer with an
+        object-store reference to their values (a list, in item order)."""
+        names = tuple(n for n, _ in items)
+        await self._check(incarnation, names)
+        if not self.book.pull_ready(rank, items):
+            await self.book.wait(lambda: self.book.pull_ready(rank, items))
+            await self._check(incarnation, names)
+        key = (names, tuple(self.book.rounds[n] for n in names))
+        ref = self._snapshots.get(key)
+        if ref is None:
+            # ray.put copies now, in this coroutine: no later update can reach it
+            ref = self.ray.put([_export(self.kv._stored(n, "pull")) for n in names])
+            self._snapshots[key] = ref
+            while len(self._snapshots) > 2:  # workers ask for the same round together
+                self._snapshots.popitem(last=False)
+        return [ref]
+
+    async def row_sparse_pull(self, incarnation: str, rank: int,
+                              items: Sequence[Tuple[Any, int]],
+                              row_ids: Sequence[np.ndarray]) -> List[Tuple[np.ndarray, np.ndarray]]:
+        """The rows ``row_ids`` (part-relative, sorted, unique) of row-sparse parts."""
+        names = [n for n, _ in items]
+        await self._check(incarnation, names)
+        if not self.book.pull_ready(rank, items):
+            await self.book.wait(lambda: self.book.pull_ready(rank, items))
+            await self._check(incarnation, names)
+        out = []
+        for name, ids in zip(names, row_ids):
+            shape = self.shapes[name]
+            dst = RowSparseNDArray(np.zeros((0,) + tuple(shape[1:]),
+                                            self.kv._stored(name, "row_sparse_pull").dtype),
+                                   np.zeros(0, np.int64), shape, cpu(0))
+            self.kv.row_sparse_pull(name, out=dst, row_ids=NDArray(np.asarray(ids), cpu(0)))
+            out.append((dst._data, dst._indices))
+        return out
+
+    # ------------------------------------------------------------ commands
+    def _apply_updater_blob(self, blob: bytes) -> None:
+        self.kv._set_updater(self.ray.cloudpickle.loads(blob))
+        self.updater_blob = blob
+
+    def _apply_command(self, head: int, body: Any) -> None:
+        if head == CMD_OPTIMIZER:
+            optimizer = pickle.loads(body) if isinstance(body, bytes) else \
+                pickle.loads(body.encode("latin-1"))
+            self.kv.set_optimizer(optimizer)
+            self.updater_blob = None
+        elif head == CMD_UPDATER:
+            self._apply_updater_blob(body)
+        elif head == CMD_LOAD_STATES:
+            self._load_states(body)
+        elif head == CMD_COMPRESSION:
+            self.gc = GradientCompression.create(dict(body))
+        elif head == CMD_SYNC_MODE:
+            # MXNet's kSyncMode has an empty body and means sync; mxkv sends the mode
+            self.book.sync = body != "async"
+        elif head in (CMD_MULTI_PRECISION, CMD_STOP, CMD_PROFILER):
+            pass  # multi-precision is the optimizer's; stopping is the job's
+        else:
+            print(f"server shard {self.index}: unknown command ({head}, {body!r})")
+
+    def _load_states(self, blob: bytes) -> None:
+        loaded = pickle.loads(blob)
+        if isinstance(loaded, tuple) and len(loaded) == 2:
+            self.kv.set_optimizer(loaded[1])
+            self.updater_blob = None
+        if self.kv._updater is None or not hasattr(self.kv._updater, "set_states"):
+            raise MXNetError("load_optimizer_states: no optimizer is set on the servers "
+                             "(call set_optimizer, or save the states with dump_optimizer=True)")
+        self.kv._updater.set_states(blob)
+
+    def _replay_commands(self, log: Sequence[Tuple[int, int, Any, Optional[int]]]) -> None:
+        for seq, head, body, target in log:
+            if seq > self.cmd_seq:
+                if target is None or target == self.index:
+                    self._apply_command(head, body)
+                self.cmd_seq = seq
+
+    async def command(self, seq: int, head: int, body: Any) -> None:
+        """Apply command ``seq`` (logged at the coordinator) once.
+
+        Commands apply in log order: an earlier one still on its way (sent
+        to this shard only, or lost in a restart) is fetched from the log.
+        """
+        await self._check(None, ())
+        if seq <= self.cmd_seq:
+            return
+        if seq > self.cmd_seq + 1:
+            self._replay_commands(await self.coordinator.command_log.remote(self.cmd_seq))
+        if seq > self.cmd_seq:
+            self._apply_command(head, body)
+            self.cmd_seq = seq
+        self._changed(force=True)
+
+    async def get_states(self) -> Optional[bytes]:
+        """The updater's states with the optimizer, or None without one."""
+        updater = self.kv._updater
+        if updater is None or not hasattr(updater, "get_states"):
+            return None
+        return updater.get_states(dump_optimizer=True)
+
+    # ------------------------------------------------------------ faults
+    async def mark_dead(self, ranks: Dict[int, str]) -> None:
+        self.book.mark_dead(ranks)
+        await self.book.changed()
+
+    async def stalled(self) -> List[Tuple[Any, int, List[int]]]:
+        """Rounds in progress: (part, round, ranks missing)."""
+        return self.book.stalled()
+
+    async def checkpoint(self) -> Dict[Any, int]:
+        """Write a checkpoint now, on this thread; returns the rounds it holds."""
+        snap = self._snapshot()
+        self.writer.write_now(snap)
+        return snap["book"]["rounds"]
+
+    async def stats(self) -> dict:
+        return {"index": self.index, "incarnation": self.incarnation, "pid": os.getpid(),
+                "parts": len(self.shapes), "rounds": dict(self.book.rounds),
+                "durable": dict(self.durable), "arrivals": list(self.arrivals),
+                "checkpoints": self.writer.written, "restored": self.restored}

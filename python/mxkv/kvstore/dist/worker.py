@@ -1,0 +1,475 @@
+"""The worker side of a distributed store: MXNet's ``KVStoreDist`` on Ray.
+
+:class:`DistKVStore` is a local :class:`~mxkv.kvstore.local.KVStore` whose
+values live on the server shards. It keeps the local store's validation
+(whole call first, errors naming the key) and its comm, which merges the
+values of one key over this worker's devices before anything is sent
+(``dist_device_sync`` merges on the devices, the others in host memory). A
+batched call sends one message per shard, not one per key: the payloads go
+to Ray's object store once (``ray.put``) and reach the shards on the same
+host without another copy.
+
+Push returns once the messages are submitted, as MXNet's push returns once
+queued; the pull that follows waits (on the shards) for the round the
+worker pushed, and raises whatever went wrong, naming the key and rank.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import pickle
+import threading
+import weakref
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ...base import MXNetError, env
+from ...ndarray import NDArray
+from ...ndarray.sparse import RowSparseNDArray
+from ..base import _local_comm
+from ..keys import key_name
+from ..local import KVStore
+from .channel import Call, Channel, Message
+from .job import NAMESPACE, JobEnv, connect, coordinator_name, host_label
+from .sharding import Part, plan_key
+from .shard import CMD_COMPRESSION, CMD_OPTIMIZER, CMD_UPDATER
+
+__all__ = ["DistKVStore"]
+
+log = logging.getLogger("mxkv.kvstore.dist")
+
+
+def _host(arr: Any) -> np.ndarray:
+    """A host numpy view (or copy, from a GPU) of an NDArray's dense contents."""
+    a = arr._array
+    return a if isinstance(a, np.ndarray) else arr.asnumpy()
+
+
+class DistKVStore(KVStore):
+    """A worker's handle on a distributed store (``dist_sync``, ``dist_async``,
+    ``dist_device_sync``...), created by ``mx.kv.create`` in a process
+    started by ``mxkv launch``.
+
+    Parameters
+    ----------
+    name : str
+        The lower-cased type string.
+    job : JobEnv, optional
+        The job to join; read from the environment when not given.
+    """
+
+    def __init__(self, name: str, job: Optional[JobEnv] = None) -> None:
+        super().__init__(name, comm=_local_comm(name))
+        self._sync = "_async" not in name
+        self._job = job or JobEnv.from_env(name)
+        if self._job.p3 and not self._sync:
+            raise MXNetError("Asynchronous update is not supported in P3StoreDist: P3 "
+                             "(DMLC_PS_VAN_TYPE=p3) works with dist_sync only")
+        self._bound = env("MXNET_KVSTORE_BIGARRAY_BOUND", 1000 * 1000, minimum=1)
+        self._p3_slice = env("MXNET_KVSTORE_SLICE_THRESHOLD", 40 * 1000, minimum=1) \
+            if self._job.p3 else 0
+        ray = connect(self._job.address)
+        self._ray = ray
+        self._coord = ray.get_actor(coordinator_name(self._job.job), namespace=NAMESPACE)
+        t = self._job.timeouts
+        self._rank = ray.get(self._coord.join.remote(self._job.rank, host_label()),
+                             timeout=t.fail)
+        mode = "sync" if self._sync else "async"
+        job_mode = ray.get(self._coord.set_mode.remote(mode), timeout=t.fail)
+        if job_mode != mode:
+            raise MXNetError(f"kvstore '{name}' cannot join job {self._job.job!r}: its workers "
+                             f"run dist_{job_mode}, and one job has one mode")
+        self._chan = Channel(ray, self._job.job, self._job.num_servers, self._rank, t,
+                             describe=self._describe_part)
+        self._plans: Dict[Any, List[Part]] = {}
+        self._seq: Dict[Any, int] = {}
+        self._residual: Dict[Any, np.ndarray] = {}
+        self._names: Dict[Any, Any] = {}
+        self._lock = threading.RLock()
+        self._closed = False
+        self._optimizer_known = False
+        self._sender = None
+        if self._job.p3:
+            from .p3 import PrioritySender
+            self._sender = PrioritySender(self._chan)
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, name="mxkv-heartbeat",
+                                      daemon=True)
+        self._beat.start()
+        ref = weakref.ref(self)
+        atexit.register(lambda: ref() is not None and ref().close())
+
+    # ------------------------------------------------------------ properties
+    @property
+    def rank(self) -> int:
+        """This worker's rank, in ``[0, num_workers)``."""
+        return self._rank
+
+    @property
+    def num_workers(self) -> int:
+        return self._job.num_workers
+
+    def __repr__(self) -> str:
+        return (f"<DistKVStore type={self._type} job={self._job.job} rank={self._rank}/"
+                f"{self.num_workers} shards={self._job.num_servers}>")
+
+    def _describe_part(self, name: Any) -> str:
+        key = self._names.get(name, name)
+        return key_name(key)
+
+    def _heartbeat(self) -> None:
+        t = self._job.timeouts.heartbeat
+        prev = None
+        while not self._stop.wait(t):
+            try:
+                if prev is not None:
+                    self._ray.wait([prev], timeout=0)
+                prev = self._coord.heartbeat.remote(self._rank)
+            except Exception:  # noqa: BLE001 - the job is over
+                return
+
+    # ------------------------------------------------------------ planning
+    def _plan(self, key: Any, stored: Any) -> List[Part]:
+        plan = self._plans.get(key)
+        if plan is None:
+            stype = "row_sparse" if isinstance(stored, RowSparseNDArray) else "default"
+            if self._job.p3 and stype != "default":
+                raise MXNetError(f"P3 (DMLC_PS_VAN_TYPE=p3) supports dense values only; key "
+                                 f"{key_name(key)} is row_sparse")
+            plan = plan_key(key, stored.shape, stype, self._job.num_servers,
+                            self._bound, self._p3_slice)
+            self._plans[key] = plan
+            for p in plan:
+                self._names[p.name] = key
+        return plan
+
+    def _by_shard(self, entries: List[Tuple[Part, Any, Any]]) -> Dict[int, tuple]:
+        """Group (part, seq-or-shape, payload) by shard: items and payloads."""
+        out: Dict[int, tuple] = {}
+        for part, tag, payload in entries:
+            items, payloads = out.setdefault(part.shard, ([], []))
+            items.append((part.name, tag))
+            payloads.append(payload)
+        return out
+
+    # ------------------------------------------------------------ payloads
+    def _dense_payload(self, key: Any, part: Part, flat: np.ndarray, compress: bool) -> Any:
+        piece = flat[part.lo:part.hi]
+        if compress and self._compression is not None:
+            res = self._residual.get(key)
+            if res is None:
+                res = self._residual[key] = np.zeros(flat.size, np.float32)
+            return ("gc", self._compression.quantize(piece, res[part.lo:part.hi]))
+        return piece.reshape(part.shape)
+
+    @staticmethod
+    def _rsp_payload(part: Part, merged: RowSparseNDArray) -> Any:
+        idx = np.asarray(merged._indices)
+        data = np.asarray(merged._data) if isinstance(merged._data, np.ndarray) else \
+            merged._data.get()
+        if isinstance(idx, np.ndarray) is False:
+            idx = idx.get()
+        lo, hi = np.searchsorted(idx, [part.lo, part.hi])
+        return ("rsp", np.ascontiguousarray(data[lo:hi]), idx[lo:hi] - part.lo)
+
+    def _payloads(self, key: Any, value: Any, compress: bool) -> List[Tuple[Part, Any]]:
+        plan = self._plan(key, self._data[key])
+        if isinstance(value, RowSparseNDArray):
+            return [(p, self._rsp_payload(p, value)) for p in plan]
+        flat = _host(value).reshape(-1)
+        return [(p, self._dense_payload(key, p, flat, compress)) for p in plan]
+
+    # ------------------------------------------------------------ init
+    def _apply_init(self, pairs: list, is_str: bool) -> None:
+        super()._apply_init(pairs, is_str)
+        if not pairs:
+            return
+        entries = []
+        with self._lock:
+            for k, _ in pairs:
+                self._seq[k] = 0
+                stored = self._data[k]
+                for part, payload in self._payloads(k, stored, False):
+                    entries.append((part, part.shape, payload))
+        groups = self._by_shard(entries)
+        if self._rank == 0:
+            for shard, (items, payloads) in groups.items():
+                msg = Message("init", shard, items, self._ray.put(payloads))
+                self._chan.send(msg, "init")
+            self._chan.reap(block=True)
+        else:
+            calls = []
+            for shard, (items, _) in groups.items():
+                names = [n for n, _ in items]
+                calls.append(Call(shard, lambda inc, s=shard, n=names:
+                                  self._chan.shards[s].wait_init.remote(inc, n),
+                                  "init (waiting for rank 0's values)"))
+            self._chan.call(calls, "init (waiting for rank 0's values)")
+
+    # ------------------------------------------------------------ push
+    def _validate_push(self, key: Any, value: Any, op: str):
+        grouped = super()._validate_push(key, value, op)
+        if not self._sync and not self._optimizer_known:
+            self._optimizer_known = self._ray.get(self._coord.has_optimizer.remote())
+            if not self._optimizer_known:
+                raise MXNetError(f"{op}: dist_async applies every push with the optimizer on "
+                                 "the servers, and none is set: call kv.set_optimizer(...) "
+                                 "first")
+        return grouped
+
+    def _apply_push(self, grouped: dict, priority: int = 0) -> None:
+        self._chan.reap()
+        entries = []
+        with self._lock:
+            for k in self._sorted_keys(grouped):
+                vals = grouped[k]
+                stored = self._data[k]
+                if isinstance(stored, RowSparseNDArray):
+                    rsp = [v if isinstance(v, RowSparseNDArray) else v.tostype("row_sparse")
+                           for v in vals]
+                    merged = rsp[0] if len(rsp) == 1 else self._comm.reduce_row_sparse(k, rsp)
+                else:
+                    dense = [v.tostype("default") if isinstance(v, RowSparseNDArray) else v
+                             for v in vals]
+                    merged = self._comm.reduce(k, dense)
+                seq = self._seq[k] = self._seq[k] + 1
+                for part, payload in self._payloads(k, merged, True):
+                    entries.append((part, seq, payload))
+            for shard, (items, payloads) in self._by_shard(entries).items():
+                msg = Message("push", shard, items, self._ray.put(payloads))
+                if self._sender is not None:
+                    self._sender.submit(priority, msg)
+                else:
+                    self._chan.send(msg, "push")
+
+    def push(self, key: Any, value: Any, priority: int = 0) -> None:
+        """Push values to the servers (several values for a key are merged here first).
+
+        ``dist_sync``: the servers sum the pushes of all workers for the
+        round, then apply the optimizer (or store the sum). ``dist_async``:
+        each push is applied with the optimizer when it arrives.
+        """
+        grouped = self._validate_push(key, value, "push")
+        self._apply_push(grouped, priority)
+
+    # ------------------------------------------------------------ pull
+    def _validate_pull(self, key: Any, out: Any, op: str, ignore_sparse: bool,
+                       pending: Optional[dict] = None):
+        if not ignore_sparse:
+            raise MXNetError(f"{op}: the dist kvstore does not support ignore_sparse=False; "
+                             "use row_sparse_pull for row_sparse values")
+        grouped = super()._validate_pull(key, out, op, ignore_sparse, pending)
+        for k in grouped:
+            stored = pending[k] if pending is not None and k in pending else self._data[k]
+            if isinstance(stored, RowSparseNDArray):
+                raise MXNetError(f"{op}: key {key_name(k)} is row_sparse; a dist kvstore "
+                                 "pulls row_sparse values with row_sparse_pull")
+        return grouped
+
+    def _apply_pull(self, grouped: dict) -> None:
+        if not grouped:
+            return
+        if self._sender is not None:
+            self._sender.flush()
+        self._chan.reap()
+        keys = self._sorted_keys(grouped)
+        entries = []
+        for k in keys:
+            seq = self._seq[k]
+            for part in self._plan(k, self._data[k]):
+                entries.append((part, seq, None))
+        groups = self._by_shard(entries)
+        calls = [Call(s, lambda inc, s=s, items=items:
+                      self._chan.shards[s].pull.remote(inc, self._rank, items), "pull")
+                 for s, (items, _) in groups.items()]
+        refs = self._chan.call(calls, "pull")
+        values: Dict[Any, Any] = {}
+        arrays = self._ray.get([r[0] for r in refs])
+        for (shard, (items, _)), arrs in zip(groups.items(), arrays):
+            for (name, _), arr in zip(items, arrs):
+                values[(shard, name)] = arr
+        for k in keys:
+            plan = self._plans[k]
+            outs = grouped[k]
+            stored = self._data[k]
+            if len(plan) == 1:
+                src = values[(plan[0].shard, plan[0].name)].reshape(stored.shape)
+                self._comm.broadcast(k, NDArray(src, self._store_ctx), outs)
+                continue
+            host = [o for o in outs if isinstance(o._array, np.ndarray)
+                    and o._array.flags.c_contiguous]
+            rest = [o for o in outs if o not in host]
+            for o in host:
+                flat = o._array.reshape(-1)
+                for p in plan:
+                    flat[p.lo:p.hi] = values[(p.shard, p.name)]
+            if rest:
+                buf = np.empty(stored.shape, np.dtype(stored.dtype)).reshape(-1)
+                for p in plan:
+                    buf[p.lo:p.hi] = values[(p.shard, p.name)]
+                self._comm.broadcast(k, NDArray(buf.reshape(stored.shape), self._store_ctx),
+                                     rest)
+
+    def pull(self, key: Any, out: Any = None, priority: int = 0,
+             ignore_sparse: bool = True) -> None:
+        """Pull the servers' values into ``out``; after this worker's push of
+        a key, the value of that round (``dist_sync``) or one that includes
+        the push (``dist_async``)."""
+        super().pull(key, out, priority, ignore_sparse)
+
+    def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
+        """Push then pull in one call; ``out`` defaults to ``value``."""
+        grouped = self._validate_push(key, value, "pushpull")
+        pulls = self._validate_pull(key, value if out is None else out, "pushpull", True)
+        self._apply_push(grouped, priority)
+        self._apply_pull(pulls)
+
+    # ------------------------------------------------------------ row_sparse_pull
+    def _apply_row_sparse_pull(self, plan: list) -> None:
+        if self._sender is not None:
+            self._sender.flush()
+        self._chan.reap()
+        entries = []
+        for k, o, ids in plan:
+            seq = self._seq[k]
+            for part in self._plan(k, self._data[k]):
+                lo, hi = np.searchsorted(ids, [part.lo, part.hi])
+                entries.append((part, seq, ids[lo:hi] - part.lo))
+        groups = self._by_shard(entries)
+        calls = [Call(s, lambda inc, s=s, items=items, rows=rows:
+                      self._chan.shards[s].row_sparse_pull.remote(inc, self._rank, items, rows),
+                      "row_sparse_pull")
+                 for s, (items, rows) in groups.items()]
+        results = self._chan.call(calls, "row_sparse_pull")
+        got: Dict[Any, Any] = {}
+        for (shard, (items, _)), res in zip(groups.items(), results):
+            for (name, _), rows in zip(items, res):
+                got[(shard, name)] = rows
+        for k, o, ids in plan:
+            parts = self._plans[k]
+            datas, idxs = [], []
+            for p in parts:
+                data, idx = got[(p.shard, p.name)]
+                datas.append(data)
+                idxs.append(np.asarray(idx, np.int64) + p.lo)
+            data = np.concatenate(datas) if len(datas) > 1 else np.array(datas[0])
+            idx = np.concatenate(idxs) if len(idxs) > 1 else np.array(idxs[0])
+            RowSparseNDArray(np.ascontiguousarray(data), idx, o.shape,
+                             self._store_ctx).copyto(o)
+
+    # ------------------------------------------------------------ commands
+    def _command(self, head: int, body: Any) -> None:
+        """Log a command at the coordinator, then apply it on every shard."""
+        seq = self._ray.get(self._coord.command.remote(head, body),
+                            timeout=self._job.timeouts.fail)
+        calls = [Call(i, lambda inc, i=i: self._chan.shards[i].command.remote(seq, head, body),
+                      "command") for i in range(self._job.num_servers)]
+        self._chan.call(calls, "sending a command to the servers")
+
+    def _command_to(self, shard: int, head: int, body: Any) -> None:
+        """Log a command for one shard, then apply it there."""
+        seq = self._ray.get(self._coord.command.remote(head, body, shard),
+                            timeout=self._job.timeouts.fail)
+        self._chan.call([Call(shard, lambda inc: self._chan.shards[shard].command.remote(
+            seq, head, body), "command")], "sending a command to a server")
+
+    def _send_command_to_servers(self, head: int, body: str) -> None:
+        """Send a command to every server shard (MXNet's command ids: 0 sets the
+        pickled optimizer in ``body``); returns when every shard has it."""
+        self._command(int(head), body)
+
+    def set_optimizer(self, optimizer: Any) -> None:
+        """Ship ``optimizer`` (pickled) to the servers, which apply it to every push."""
+        from ... import optimizer as opt
+
+        if not isinstance(optimizer, opt.Optimizer):
+            raise MXNetError(f"set_optimizer: expected an mx.optimizer.Optimizer, got "
+                             f"{type(optimizer).__name__}")
+        if self._job.p3:
+            raise MXNetError("Update on P3StoreDist is not supported (as MXNet): keep the "
+                             "optimizer on the workers with P3 (DMLC_PS_VAN_TYPE=p3)")
+        self._command(CMD_OPTIMIZER, pickle.dumps(optimizer))
+        self._optimizer_known = True
+
+    def _set_updater(self, updater: Any) -> None:
+        """Ship ``updater(key, merged, stored)`` (cloudpickled) to the servers."""
+        if not callable(updater):
+            raise MXNetError(f"_set_updater: updater must be callable, got "
+                             f"{type(updater).__name__}")
+        self._command(CMD_UPDATER, self._ray.cloudpickle.dumps(updater))
+        self._optimizer_known = True
+
+    def set_gradient_compression(self, compression_params: dict) -> None:
+        """Compress pushes on the wire: workers quantize (keeping residuals),
+        servers dequantize (as MXNet)."""
+        if self._job.p3:
+            raise MXNetError("Gradient compression is not supported in P3StoreDist "
+                             "(DMLC_PS_VAN_TYPE=p3)")
+        super().set_gradient_compression(compression_params)
+        self._command(CMD_COMPRESSION, self._compression.get_params())
+
+    # ------------------------------------------------------------ states
+    def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        """Save the servers' optimizer states as one file, in the format a
+        local store's ``load_optimizer_states`` reads."""
+        from .states import gather_states
+
+        self._drain()
+        blob = gather_states(self, dump_optimizer)
+        with open(fname, "wb") as f:
+            f.write(blob)
+
+    def load_optimizer_states(self, fname: str) -> None:
+        """Load states (from a dist or a local store) onto the servers."""
+        from .states import scatter_states
+
+        with open(fname, "rb") as f:
+            data = f.read()
+        self._drain()
+        scatter_states(self, data, fname)
+
+    def _drain(self) -> None:
+        if self._sender is not None:
+            self._sender.flush()
+        self._chan.reap(block=True)
+
+    # ------------------------------------------------------------ cluster
+    def _barrier(self) -> None:
+        """Wait until every worker reaches this barrier (MXNet's ``_barrier``)."""
+        if self._sender is not None:
+            self._sender.flush()
+        self._chan.reap()
+        ref = self._coord.barrier.remote(self._rank)
+        try:
+            self._chan._wait_refs([ref], "barrier")
+            self._ray.get(ref)
+        except Exception as exc:  # noqa: BLE001
+            cause = getattr(exc, "cause", exc)
+            if isinstance(cause, MXNetError):
+                raise cause from None
+            raise
+
+    def num_dead_node(self, node_id: int, timeout: int = 60) -> int:
+        """Nodes of group ``node_id`` (1 scheduler, 2 servers, 4 workers, or a
+        sum) that are dead or silent for ``timeout`` seconds."""
+        return int(self._ray.get(self._coord.dead_nodes.remote(int(node_id), float(timeout)),
+                                 timeout=self._job.timeouts.fail))
+
+    def close(self) -> None:
+        """Finish pending pushes, meet the other workers at the exit barrier
+        (unless ``set_barrier_before_exit(False)``), and leave the job."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self._drain()
+            if self._barrier_before_exit:
+                self._barrier()
+        finally:
+            self._stop.set()
+            try:
+                self._ray.get(self._coord.leave.remote(self._rank), timeout=10)
+            except Exception:  # noqa: BLE001 - the job may be gone already
+                pass

@@ -1,0 +1,331 @@
+"""dist_sync / dist_async / dist_device_sync on a real Ray cluster, workers
+in separate processes: results against closed forms and a local store."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mxkv as mx
+from mxkv.base import MXNetError
+
+SPLIT = {"MXNET_KVSTORE_BIGARRAY_BOUND": "100"}  # arrays of >= 100 elements are split
+
+
+# ---------------------------------------------------------------- worker bodies
+def sync_rounds(kv, mx, rounds, shapes):
+    keys = list(range(len(shapes)))
+    kv.init(keys, [mx.nd.zeros(s) for s in shapes])
+    outs = [mx.nd.zeros(s) for s in shapes]
+    seen = []
+    for i in range(rounds):
+        kv.push(keys, [mx.nd.ones(s) * (kv.rank + 1) * (i + 1) for s in shapes])
+        kv.pull(keys, out=outs)
+        seen.append([float(o.asnumpy().min()) for o in outs] +
+                    [float(o.asnumpy().max()) for o in outs])
+    return kv.rank, kv.num_workers, kv.type, seen
+
+
+def multi_device_push(kv, mx):
+    kv.init("w", mx.nd.zeros((3, 4)))
+    vals = [mx.nd.ones((3, 4), ctx=mx.cpu(d)) * (d + 1) for d in range(3)]
+    outs = [mx.nd.zeros((3, 4), ctx=mx.cpu(d)) for d in range(2)]
+    kv.pushpull("w", vals, out=outs)
+    return [o.asnumpy().tolist() for o in outs]
+
+
+def init_from_rank0(kv, mx):
+    kv.init(["a", "b"], [mx.nd.ones((2, 2)) * (kv.rank + 7), mx.nd.ones((300,)) * (kv.rank + 1)])
+    a, b = mx.nd.zeros((2, 2)), mx.nd.zeros((300,))
+    kv.pull(["a", "b"], out=[a, b])
+    return a.asnumpy().tolist(), float(b.asnumpy().min()), float(b.asnumpy().max())
+
+
+def optimizer_rounds(kv, mx, rounds, shapes, seed):
+    keys = list(range(len(shapes)))
+    rng = np.random.RandomState(seed)
+    grads = [[[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(2)]
+             for _ in range(rounds)]
+    kv.init(keys, [mx.nd.array(np.full(s, 0.5, np.float32)) for s in shapes])
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.01))
+    outs = [mx.nd.zeros(s) for s in shapes]
+    for i in range(rounds):
+        kv.push(keys, [mx.nd.array(g) for g in grads[i][kv.rank]])
+        kv.pull(keys, out=outs)
+    return [o.asnumpy() for o in outs]
+
+
+def async_sgd(kv, mx, pushes):
+    kv.init(5, mx.nd.ones((4,)) * 10)
+    try:
+        kv.push(5, mx.nd.ones((4,)))
+        refused = None
+    except MXNetError as exc:
+        refused = str(exc)
+    kv._barrier()
+    if kv.rank == 0:
+        kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.5))
+    kv._barrier()
+    out = mx.nd.zeros((4,))
+    mine = []
+    for _ in range(pushes):
+        kv.push(5, mx.nd.ones((4,)) * (kv.rank + 1))
+        kv.pull(5, out=out)
+        mine.append(float(out.asnumpy()[0]))
+    kv._barrier()
+    kv.pull(5, out=out)
+    return refused, mine, out.asnumpy().tolist()
+
+
+def compressed_rounds(kv, mx, rounds, shape):
+    kv.init(0, mx.nd.zeros(shape))
+    kv.set_gradient_compression({"type": "2bit", "threshold": 0.5})
+    rng = np.random.RandomState(100 + kv.rank)
+    out = mx.nd.zeros(shape)
+    got = []
+    for _ in range(rounds):
+        kv.push(0, mx.nd.array(rng.uniform(-1, 1, shape).astype(np.float32)))
+        kv.pull(0, out=out)
+        got.append(out.asnumpy())
+    return got
+
+
+def row_sparse(kv, mx):
+    shape = (6, 2)
+    kv.init("e", mx.nd.zeros(shape).tostype("row_sparse"))
+    rows = [0, 2] if kv.rank == 0 else [2, 5]
+    data = np.zeros(shape, np.float32)
+    data[rows] = kv.rank + 1
+    kv.push("e", mx.nd.array(data).tostype("row_sparse"))
+    out = mx.nd.sparse.zeros("row_sparse", shape)
+    kv.row_sparse_pull("e", out=out, row_ids=mx.nd.array([5, 0, 2, 2], dtype="int64"))
+    try:
+        kv.pull("e", out=mx.nd.zeros(shape))
+        pull_error = None
+    except MXNetError as exc:
+        pull_error = str(exc)
+    return out.asnumpy().tolist(), out.indices.asnumpy().tolist(), pull_error
+
+
+def cluster_calls(kv, mx):
+    kv._barrier()
+    info = (kv.rank, kv.num_workers, kv.num_dead_node(4, 60), kv.is_capable("optimizer"))
+    kv.init(1, mx.nd.zeros((2,)))
+    if kv.rank == 0:
+        import pickle
+        kv._send_command_to_servers(0, pickle.dumps(mx.optimizer.SGD(learning_rate=1.0),
+                                                    0).decode("latin-1"))
+    kv._barrier()
+    kv.push(1, mx.nd.ones((2,)))
+    out = mx.nd.zeros((2,))
+    kv.pull(1, out=out)
+    errors = []
+    for bad in (lambda: kv.pull(99, out=mx.nd.zeros((2,))),
+                lambda: kv.push(1, mx.nd.ones((3,))),
+                lambda: kv.pull(1, out=mx.nd.zeros((2,)), ignore_sparse=False),
+                lambda: kv.init(1, mx.nd.zeros((2,)))):
+        try:
+            bad()
+            errors.append(None)
+        except MXNetError as exc:
+            errors.append(str(exc))
+    return info, out.asnumpy().tolist(), errors
+
+
+def save_states(kv, mx, path, shapes):
+    keys = list(range(len(shapes)))
+    kv.init(keys, [mx.nd.zeros(s) for s in shapes])
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9))
+    outs = [mx.nd.zeros(s) for s in shapes]
+    for i in range(3):
+        kv.push(keys, [mx.nd.ones(s) * (i + 1) for s in shapes])
+    kv.pull(keys, out=outs)
+    kv._barrier()
+    if kv.rank == 0:
+        kv.save_optimizer_states(path, dump_optimizer=True)
+    kv._barrier()
+    kv.push(keys, [mx.nd.ones(s) for s in shapes])
+    kv.pull(keys, out=outs)
+    kv._barrier()
+    if kv.rank == 1:
+        kv.load_optimizer_states(path)   # back to the saved momentum
+    kv._barrier()
+    kv.push(keys, [mx.nd.ones(s) for s in shapes])
+    kv.pull(keys, out=outs)
+    return [o.asnumpy() for o in outs]
+
+
+def p3_order(kv, mx):
+    shapes = [(250,), (90,), (400,)]
+    kv.init([0, 1, 2], [mx.nd.zeros(s) for s in shapes])
+    kv._sender.hold()
+    for k, prio in ((0, -3), (1, -1), (2, -2)):
+        kv.push(k, mx.nd.ones(shapes[k]) * (kv.rank + 1), priority=prio)
+    outs = [mx.nd.zeros(s) for s in shapes]
+    kv.pull([0, 1, 2], out=outs)  # releases the queue, highest priority first
+    errors = []
+    for bad in (lambda: kv.set_optimizer(mx.optimizer.SGD()),
+                lambda: kv.set_gradient_compression({"type": "2bit"})):
+        try:
+            bad()
+            errors.append(None)
+        except MXNetError as exc:
+            errors.append(str(exc))
+    return [float(o.asnumpy().min()) for o in outs], errors
+
+
+# ---------------------------------------------------------------- tests
+def test_sync_rounds_equal_the_closed_form_sums(jobs):
+    job = jobs.job(3, 2)
+    shapes = [(2, 3), (10,), (7, 50), (1,)]   # (7, 50) is split over both shards
+    results = jobs.run(job, sync_rounds, 12, shapes, env=SPLIT)
+    assert [r[0] for r in results] == [0, 1, 2]
+    for rank, num, kind, seen in results:
+        assert (num, kind) == (3, "dist_sync")
+        for i, row in enumerate(seen):
+            assert row == [6.0 * (i + 1)] * (2 * len(shapes)), (rank, i, row)
+
+
+def test_big_arrays_are_split_over_every_shard(jobs):
+    import ray
+
+    job = jobs.job(1, 3)
+    jobs.run(job, sync_rounds, 2, [(3000,), (5,), (6,), (7,)], env=SPLIT)
+    stats = ray.get([s.stats.remote() for s in job.shards])
+    holders = [sorted(s["rounds"]) for s in stats]
+    assert all(0 in h for h in holders)            # key 0 has a part on every shard
+    assert sum(len(h) for h in holders) == 3 + 3   # keys 1..3 live whole on one shard each
+    assert all(s["rounds"][0] == 2 for s in stats)
+
+
+def test_device_sync_merges_a_workers_devices_before_sending(jobs):
+    job = jobs.job(2, 1)
+    results = jobs.run(job, multi_device_push, kind="dist_device_sync")
+    for outs in results:
+        assert outs == [[[12.0] * 4] * 3] * 2   # (1+2+3) per worker, 2 workers
+
+
+def test_init_takes_rank_0s_values(jobs):
+    job = jobs.job(2, 2)
+    for a, lo, hi in jobs.run(job, init_from_rank0, env=SPLIT):
+        assert a == [[7.0, 7.0], [7.0, 7.0]]
+        assert lo == hi == 1.0
+
+
+def test_optimizer_on_the_servers_equals_a_local_store(jobs):
+    shapes = [(3, 4), (200,), (5,)]
+    job = jobs.job(2, 2)
+    results = jobs.run(job, optimizer_rounds, 6, shapes, 3, env=SPLIT)
+    rng = np.random.RandomState(3)
+    grads = [[[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(2)]
+             for _ in range(6)]
+    local = mx.kv.create("local")
+    keys = list(range(len(shapes)))
+    local.init(keys, [mx.nd.array(np.full(s, 0.5, np.float32)) for s in shapes])
+    local.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.01))
+    for i in range(6):
+        local.push(keys, [[mx.nd.array(grads[i][0][k]), mx.nd.array(grads[i][1][k])]
+                          for k in keys])
+    expect = [mx.nd.zeros(s) for s in shapes]
+    local.pull(keys, out=expect)
+    for outs in results:
+        for got, want in zip(outs, expect):
+            np.testing.assert_array_equal(got, want.asnumpy())
+
+
+def test_async_applies_each_push_and_needs_an_optimizer(jobs):
+    job = jobs.job(2, 1)
+    results = jobs.run(job, async_sgd, 5, kind="dist_async")
+    for refused, _, final in results:
+        assert refused is not None and "set_optimizer" in refused
+        assert final == [10 - 0.5 * 5 * (1 + 2)] * 4
+    # each pull sees at least this worker's own pushes applied
+    for rank, (_, mine, _) in enumerate(results):
+        for i, v in enumerate(mine):
+            assert v <= 10 - 0.5 * (rank + 1) * (i + 1) + 1e-6
+
+
+def test_two_bit_compression_on_the_wire(jobs):
+    from mxkv.kvstore.compression import GradientCompression
+
+    shape = (40, 30)   # split over both shards: each part quantized apart
+    job = jobs.job(2, 2)
+    results = jobs.run(job, compressed_rounds, 3, shape, env=SPLIT)
+    gc = GradientCompression.create({"type": "2bit", "threshold": 0.5})
+    rngs = [np.random.RandomState(100 + r) for r in range(2)]
+    res = [np.zeros(shape, np.float32) for _ in range(2)]
+    for i in range(3):
+        total = np.zeros(shape, np.float32)
+        for r in range(2):
+            g = rngs[r].uniform(-1, 1, shape).astype(np.float32)
+            total += gc.dequantize(gc.quantize(g, res[r]), np.empty(shape, np.float32))
+        for got in results:
+            np.testing.assert_array_equal(got[i], total)
+    assert set(np.unique(results[0][0])) <= {-1.0, -0.5, 0.0, 0.5, 1.0}
+
+
+def test_row_sparse_push_and_row_sparse_pull(jobs):
+    job = jobs.job(2, 2)
+    for dense, idx, pull_error in jobs.run(job, row_sparse, env={
+            "MXNET_KVSTORE_BIGARRAY_BOUND": "4"}):
+        assert idx == [0, 2, 5]
+        assert dense == [[1, 1], [0, 0], [3, 3], [0, 0], [0, 0], [2, 2]]
+        assert "row_sparse_pull" in pull_error
+
+
+def test_barrier_ranks_commands_and_errors(jobs):
+    job = jobs.job(2, 1)
+    results = jobs.run(job, cluster_calls)
+    assert [r[0][0] for r in results] == [0, 1]
+    for (_, num, dead, capable), out, errors in results:
+        assert (num, dead, capable) == (2, 0, True)
+        assert out == [-2.0, -2.0]     # SGD(lr=1) from command 0, the sum of 2 pushes
+        assert "99" in errors[0] and "not been initialized" in errors[0]
+        assert "(3,)" in errors[1] and "(2,)" in errors[1]
+        assert "ignore_sparse" in errors[2]
+        assert "duplicate init" in errors[3]
+
+
+def test_optimizer_states_round_trip_through_a_file(jobs, tmp_path):
+    shapes = [(4, 30), (3,)]
+    job = jobs.job(2, 2)
+    path = str(tmp_path / "states")
+    results = jobs.run(job, save_states, path, shapes, env=SPLIT)
+    # the file is a local store's: load it into one and replay the last step
+    local = mx.kv.create("local")
+    local.init([0, 1], [mx.nd.zeros(s) for s in shapes])
+    local.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9))
+    local.load_optimizer_states(path)
+    state = local._updater.states[0]
+    # momentum after pushes of 2, 4, 6 (two workers): -(0.1*6 + 0.9*(0.1*4 + 0.9*0.1*2))
+    np.testing.assert_allclose(state.asnumpy(), np.full((4, 30), -1.122, np.float32),
+                               rtol=1e-6)
+    # after the reload, both workers' last step repeated the 4th step from the saved state
+    for outs in results:
+        np.testing.assert_allclose(outs[0], outs[0][0, 0])
+    w3 = -(0.1 * 2) + -(0.1 * 4 + 0.9 * 0.2) + -1.122
+    step4 = 0.9 * -1.122 - 0.1 * 2
+    assert results[0][0][0, 0] == pytest.approx(w3 + step4 + step4, rel=1e-5)
+
+
+def test_p3_sends_in_priority_order_and_refuses_what_mxnet_refuses(jobs):
+    import ray
+
+    job = jobs.job(2, 2, p3=True)
+    results = jobs.run(job, p3_order, env={"MXNET_KVSTORE_SLICE_THRESHOLD": "100"})
+    for mins, errors in results:
+        assert mins == [3.0, 3.0, 3.0]
+        assert "P3" in errors[0] and "P3" in errors[1]
+    order = []
+    for s in ray.get([s.stats.remote() for s in job.shards]):
+        keys = [int(str(n).split("#")[0]) for n in s["arrivals"][-20:]]
+        order.append(keys)
+    for keys in order:
+        per_rank = [k for k in keys]
+        firsts = sorted(set(per_rank), key=per_rank.index)
+        assert firsts == [k for k in (1, 2, 0) if k in firsts], order
+
+
+def test_p3_refuses_async(jobs):
+    job = jobs.job(1, 1, p3=True)
+    with pytest.raises(Exception, match="P3"):
+        jobs.run(job, sync_rounds, 1, [(2,)], kind="dist_async")
