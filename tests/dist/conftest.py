@@ -16,6 +16,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
+# Keep every Ray process of the tests on loopback (Ray reads this at import).
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 ray = pytest.importorskip("ray", reason="the dist tests need Ray: pip install 'mxkv[dist]'")
 
 from mxkv.kvstore.dist.cluster import Job, create_job  # noqa: E402
@@ -103,7 +106,6 @@ class Cluster:
 @pytest.fixture(scope="module")
 def cluster():
     """A local Ray cluster on loopback for one test module, torn down after it."""
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # stay on loopback
     temp = tempfile.mkdtemp(prefix="mxkv-ray-")
     ray.init(address="local", num_cpus=2, namespace=NAMESPACE, include_dashboard=False,
              object_store_memory=300 * 1024 * 1024, _temp_dir=temp, log_to_driver=False,

@@ -151,11 +151,11 @@ class Channel:
                     continue
                 error = error or cause
                 continue
-            self._note_durable(msg.shard, msg.items, durable)
+            self.note_durable(msg.shard, msg.items, durable)
         if error is not None:
             raise error
 
-    def _note_durable(self, shard: int, items: Sequence[Tuple[Any, Any]],
+    def note_durable(self, shard: int, items: Sequence[Tuple[Any, Any]],
                       durable: Sequence[int]) -> None:
         with self.lock:
             for (name, _), d in zip(items, durable):

@@ -298,7 +298,7 @@ class ServerShard:
             self._snapshots[key] = ref
             while len(self._snapshots) > 2:  # workers ask for the same round together
                 self._snapshots.popitem(last=False)
-        return [ref]
+        return [ref, [self.durable.get(n, -1) for n in names]]
 
     async def row_sparse_pull(self, incarnation: str, rank: int,
                               items: Sequence[Tuple[Any, int]],

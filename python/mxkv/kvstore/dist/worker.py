@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...base import MXNetError, env
+from ...base import DeadNodeError, MXNetError, MXNetTimeoutError, env
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
 from ..base import _local_comm
@@ -286,6 +286,8 @@ class DistKVStore(KVStore):
         refs = self._chan.call(calls, "pull")
         values: Dict[Any, Any] = {}
         arrays = self._ray.get([r[0] for r in refs])
+        for (shard, (items, _)), (_, durable) in zip(groups.items(), refs):
+            self._chan.note_durable(shard, items, durable)
         for (shard, (items, _)), arrs in zip(groups.items(), arrays):
             for (name, _), arr in zip(items, arrs):
                 values[(shard, name)] = arr
@@ -467,6 +469,10 @@ class DistKVStore(KVStore):
             self._drain()
             if self._barrier_before_exit:
                 self._barrier()
+        except (DeadNodeError, MXNetTimeoutError) as exc:
+            # a peer is gone: leaving is all that is left to do
+            log.warning("mxkv: worker rank %d leaves without the exit barrier: %s",
+                        self._rank, exc)
         finally:
             self._stop.set()
             try:

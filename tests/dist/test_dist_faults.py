@@ -1,0 +1,169 @@
+"""Faults never hang silently: stalls are logged, waits time out naming who
+is missing, a dead worker fails the others' calls, and a killed shard comes
+back from its checkpoint with results equal to an undisturbed run."""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+import mxkv as mx
+from mxkv.kvstore.dist.job import Timeouts
+
+SHORT = Timeouts(stall=0.4, fail=2.5, heartbeat=0.2, dead=1.2)
+
+
+class _Grab(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def stall_then_fail(kv, mx, delay):
+    grab = _Grab()
+    logging.getLogger("mxkv.kvstore.dist").addHandler(grab)
+    kv.init([3, 4], [mx.nd.zeros((2,)), mx.nd.zeros((2,))])
+    error = None
+    if kv.rank == 0:
+        kv.push([3, 4], [mx.nd.ones((2,)), mx.nd.ones((2,))])
+        t = time.monotonic()
+        try:
+            kv.pull([3, 4], out=[mx.nd.zeros((2,)), mx.nd.zeros((2,))])
+        except mx.base.MXNetTimeoutError as exc:
+            error = (str(exc), time.monotonic() - t)
+    else:
+        kv.push(4, mx.nd.ones((2,)))
+        time.sleep(delay)
+        kv.push(3, mx.nd.ones((2,)))
+    return error, grab.messages
+
+
+def dead_peer(kv, mx, hang):
+    kv.init("w", mx.nd.zeros((3,)))
+    out = mx.nd.zeros((3,))
+    kv.push("w", mx.nd.ones((3,)))
+    kv.pull("w", out=out)
+    if hang:
+        time.sleep(600)   # killed by the test
+    kv.push("w", mx.nd.ones((3,)))
+    try:
+        kv.pull("w", out=out)
+        error = None
+    except mx.base.DeadNodeError as exc:
+        error = str(exc)
+    try:
+        kv._barrier()
+        barrier = None
+    except mx.base.DeadNodeError as exc:
+        barrier = str(exc)
+    return error, barrier, kv.num_dead_node(4, 60), out.asnumpy().tolist()
+
+
+def long_run(kv, mx, rounds, shapes):
+    keys = list(range(len(shapes)))
+    kv.init(keys, [mx.nd.array(np.full(s, 1.0, np.float32)) for s in shapes])
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.05, momentum=0.9))
+    outs = [mx.nd.zeros(s) for s in shapes]
+    for i in range(rounds):
+        grads = [np.full(s, (kv.rank + 1) * 0.1 * ((i % 5) + 1), np.float32) for s in shapes]
+        kv.push(keys, [mx.nd.array(g) for g in grads])
+        kv.pull(keys, out=outs)
+        time.sleep(0.03)
+    return [o.asnumpy() for o in outs]
+
+
+def test_a_stalled_round_is_logged_then_fails_naming_the_missing_rank(jobs):
+    job = jobs.job(2, 1, timeouts=SHORT)
+    (error, messages), _ = jobs.run(job, stall_then_fail, 4.0)
+    text, waited = error
+    assert 2.4 <= waited < 6
+    assert "rank 1 has not pushed keys 3" in text and "MXKV_FAIL_TIMEOUT" in text
+    assert any("rank 1 has not pushed keys 3 (round 1)" in m for m in messages), messages
+    assert not any("keys 4" in m for m in messages)   # key 4 was complete
+
+
+def test_a_dead_worker_fails_the_others_calls_naming_its_rank(jobs):
+    import ray
+
+    job = jobs.job(2, 1, timeouts=Timeouts(stall=0.4, fail=30, heartbeat=0.2, dead=1.2))
+    victim = jobs.fresh_worker()
+    survivor = jobs.pool(1)
+    refs = jobs.submit(job, dead_peer, False, workers=survivor, ranks=[0]) + \
+        jobs.submit(job, dead_peer, True, workers=[victim], ranks=[1])
+    while ray.get(job.shards[0].stats.remote())["rounds"].get("w", 0) < 1:
+        time.sleep(0.05)
+    t = time.monotonic()
+    ray.kill(victim)
+    error, barrier, dead, out = ray.get(refs[0], timeout=60)
+    assert time.monotonic() - t < 10   # found dead after ~1.2 s of silence, not at a timeout
+    assert out == [2.0, 2.0, 2.0]           # the first round completed
+    assert "rank 1" in error and "died" in error and "no heartbeat" in error
+    assert "rank 1" in barrier
+    assert dead == 1
+
+
+def test_a_killed_shard_restarts_from_its_checkpoint_with_equal_results(jobs, monkeypatch):
+    import ray
+
+    monkeypatch.setenv("MXKV_CHECKPOINT_ROUNDS", "3")
+    shapes = [(20, 10), (7,), (3, 3)]
+    rounds = 40
+    job = jobs.job(2, 2)
+    refs = jobs.submit(job, long_run, rounds, shapes, env={"MXNET_KVSTORE_BIGARRAY_BOUND": "100"})
+    victim = job.shards[0]
+    before = ray.get(victim.stats.remote())
+    while ray.get(victim.stats.remote())["rounds"].get(0, 0) < 12:
+        time.sleep(0.05)
+    os.kill(before["pid"], signal.SIGKILL)
+    results = ray.get(refs, timeout=120)
+    after = ray.get(victim.stats.remote())
+    assert after["pid"] != before["pid"] and after["restored"]
+    assert after["incarnation"] != before["incarnation"]
+    assert after["rounds"][0] == rounds
+
+    local = mx.kv.create("local")
+    keys = list(range(len(shapes)))
+    local.init(keys, [mx.nd.array(np.full(s, 1.0, np.float32)) for s in shapes])
+    local.set_optimizer(mx.optimizer.SGD(learning_rate=0.05, momentum=0.9))
+    for i in range(rounds):
+        local.push(keys, [[mx.nd.array(np.full(s, (r + 1) * 0.1 * ((i % 5) + 1), np.float32))
+                           for r in range(2)] for s in shapes])
+    expect = [mx.nd.zeros(s) for s in shapes]
+    local.pull(keys, out=expect)
+    for outs in results:
+        for got, want in zip(outs, expect):
+            np.testing.assert_array_equal(got, want.asnumpy())
+
+
+@pytest.mark.parametrize("what", ["kept", "durable"])
+def test_workers_keep_only_pushes_not_yet_in_a_checkpoint(jobs, monkeypatch, what):
+    import ray
+
+    monkeypatch.setenv("MXKV_CHECKPOINT_ROUNDS", "1" if what == "durable" else "1000")
+    job = jobs.job(1, 1)
+
+    def body(kv, mx):
+        kv.init(0, mx.nd.zeros((4,)))
+        for _ in range(6):
+            kv.push(0, mx.nd.ones((4,)))
+            kv.pull(0, out=mx.nd.zeros((4,)))
+        kv._chan.reap(block=True)
+        return sum(len(k) for k in kv._chan.kept)
+
+    kept = jobs.run(job, body)[0]
+    if what == "durable":
+        # a push learns of its checkpoint from later answers: at most the last two wait
+        assert kept <= 2
+        deadline = time.monotonic() + 10
+        while ray.get(job.shards[0].stats.remote())["durable"].get(0) != 6:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    else:
+        assert kept == 6   # nothing checkpointed since init: every push is kept
