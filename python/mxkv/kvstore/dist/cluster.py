@@ -97,8 +97,10 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
     timeouts : Timeouts, optional
         Default: from the environment.
     checkpoint_dir : str, optional
-        Default: ``MXKV_CHECKPOINT_DIR``, else a new temporary directory
-        (removed by :meth:`Job.close`).
+        Default: ``MXKV_CHECKPOINT_DIR``, else a new directory under
+        ``/dev/shm`` (or the temporary directory), removed by
+        :meth:`Job.close`. For shards that may restart on another host,
+        give a directory every host shares.
     shard_options : dict, optional
         Extra Ray actor options for the shards (e.g. a scheduling strategy).
     """
@@ -109,7 +111,9 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
     if checkpoint_dir is None:
         checkpoint_dir = env("MXKV_CHECKPOINT_DIR", "")
     if not checkpoint_dir:
-        checkpoint_dir = tempfile.mkdtemp(prefix=f"mxkv-{name}-")
+        # RAM-backed where there is /dev/shm: a checkpoint is a memory copy, not disk I/O
+        base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        checkpoint_dir = tempfile.mkdtemp(prefix=f"mxkv-{name}-", dir=base)
         owns = True
     os.makedirs(checkpoint_dir, exist_ok=True)
     rounds = env("MXKV_CHECKPOINT_ROUNDS", 4, int, minimum=1)

@@ -133,6 +133,7 @@ class ServerShard:
         self.arrivals: collections.deque = collections.deque(maxlen=100000)
         self._snapshots: "collections.OrderedDict[tuple, Any]" = collections.OrderedDict()
         self._since_ckpt = 0
+        self._due = 0
         self.checkpoint_rounds = max(1, int(checkpoint_rounds))
         self.writer = CheckpointWriter(checkpoint_path(checkpoint_dir, self.index),
                                        self._on_durable)
@@ -167,9 +168,15 @@ class ServerShard:
         self.cmd_seq = state.get("cmd_seq", 0)
         return True
 
-    def _snapshot(self) -> dict:
-        """The shard's state now, safe to write while the shard goes on."""
-        values = {name: copy_state(_export(self.kv._stored(name, "checkpoint")))
+    def _snapshot(self, published: Optional[Dict[Any, Any]] = None) -> dict:
+        """The shard's state now, safe to write while the shard goes on.
+
+        ``published`` maps parts to values already copied into the object
+        store for pulls (immutable): those are written from there, uncopied.
+        """
+        published = published or {}
+        values = {name: published[name] if name in published else
+                  copy_state(_export(self.kv._stored(name, "checkpoint")))
                   for name in self.shapes}
         updater = self.kv._updater
         states = None
@@ -184,10 +191,22 @@ class ServerShard:
         self.durable = snapshot["book"]["rounds"]
 
     def _changed(self, force: bool = False) -> None:
+        """Count a state change; every ``checkpoint_rounds`` changes a
+        checkpoint is due. A due checkpoint waits one message for a pull
+        that publishes every part (then the values are not copied again)."""
         self._since_ckpt += 1
-        if force or self._since_ckpt >= self.checkpoint_rounds:
-            self._since_ckpt = 0
-            self.writer.submit(self._snapshot())
+        if force:
+            self._due = 0
+            self._checkpoint()
+        elif self._due:
+            self._checkpoint()
+        elif self._since_ckpt >= self.checkpoint_rounds:
+            self._due = 1
+
+    def _checkpoint(self, published: Optional[Dict[Any, Any]] = None) -> None:
+        self._since_ckpt = 0
+        self._due = 0
+        self.writer.submit(self._snapshot(published))
 
     async def _join(self) -> None:
         """Before the first call: replay the commands logged since the
@@ -298,6 +317,9 @@ class ServerShard:
             self._snapshots[key] = ref
             while len(self._snapshots) > 2:  # workers ask for the same round together
                 self._snapshots.popitem(last=False)
+            if self._due and len(names) == len(self.shapes):
+                # every part is in the object store now: checkpoint from there
+                self._checkpoint(dict(zip(names, await ref)))
         return [ref, [self.durable.get(n, -1) for n in names]]
 
     async def row_sparse_pull(self, incarnation: str, rank: int,
