@@ -31,7 +31,8 @@ clojure: $(STAMP)
 # The Clojure suite runs inside test-interop, over Py4J and over JPype.
 test: test-python test-interop
 
-test-python: $(STAMP)
+# The Python suite launches Clojure workers too (tests/dist): it needs the JVM side.
+test-python: clojure
 	$(PY) -m pytest -q tests
 
 # Python and Clojure together: the tutorial, the Clojure suite, parity and

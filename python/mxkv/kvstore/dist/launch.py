@@ -24,6 +24,12 @@ scripts written for MXNet's server processes.
 A worker that exits with an error is reported to the coordinator at once,
 so that the others' calls fail naming it instead of waiting for its
 heartbeats to time out.
+
+Clojure programs work as commands (``mxkv clj train.clj``): the engine each
+JVM spawns inherits the environment and joins as that worker (or server).
+The launcher sets ``MXKV_CALL_TIMEOUT_MS`` so that a JVM waits for an engine
+call as long as the store's own ``MXKV_FAIL_TIMEOUT`` allows (workers) or
+without limit (servers, whose ``kvstore-server/start`` lasts the whole job).
 """
 from __future__ import annotations
 
@@ -163,8 +169,12 @@ def run(args: argparse.Namespace) -> int:
     code = 0
     try:
         base = dict(os.environ)
+        # A JVM's engine call waits as long as the store's own timeouts allow
+        # (workers), or for the whole job (servers): MXKV_CALL_TIMEOUT_MS.
+        call_ms = str(int((job.timeouts.fail + 60) * 1000))
+        base.setdefault("MXKV_CALL_TIMEOUT_MS", call_ms)
         for i in range(args.num_servers if args.server_cmd else 0):
-            env = {**base, **job.environ(role="server"), **common,
+            env = {**base, **job.environ(role="server"), "MXKV_CALL_TIMEOUT_MS": "0", **common,
                    **_env_pairs(args.env_server, "--env-server"), "DMLC_SERVER_ID": str(i)}
             procs.append(("server", i, _spawn(["bash", "-c", args.server_cmd], env,
                                               f"[server {i}] ")))
@@ -214,7 +224,9 @@ def run(args: argparse.Namespace) -> int:
 
         if temp is not None:
             _ray.shutdown()
-            shutil.rmtree(temp, ignore_errors=True)
+            for _ in range(3):   # Ray's last processes may still be writing logs
+                shutil.rmtree(temp, ignore_errors=True)
+                time.sleep(0.1)
 
 
 def _kill(p: subprocess.Popen) -> None:

@@ -80,12 +80,12 @@ class DistKVStore(KVStore):
         if job_mode != mode:
             raise MXNetError(f"kvstore '{name}' cannot join job {self._job.job!r}: its workers "
                              f"run dist_{job_mode}, and one job has one mode")
+        names = self._names = {}
         self._chan = Channel(ray, self._job.job, self._job.num_servers, self._rank, t,
-                             describe=self._describe_part)
+                             describe=lambda name: key_name(names.get(name, name)))
         self._plans: Dict[Any, List[Part]] = {}
         self._seq: Dict[Any, int] = {}
         self._residual: Dict[Any, np.ndarray] = {}
-        self._names: Dict[Any, Any] = {}
         self._lock = threading.RLock()
         self._closed = False
         self._optimizer_known = False
@@ -94,8 +94,9 @@ class DistKVStore(KVStore):
             from .p3 import PrioritySender
             self._sender = PrioritySender(self._chan)
         self._stop = threading.Event()
-        self._beat = threading.Thread(target=self._heartbeat, name="mxkv-heartbeat",
-                                      daemon=True)
+        self._beat = threading.Thread(
+            target=DistKVStore._heartbeat, name="mxkv-heartbeat", daemon=True,
+            args=(ray, self._coord, self._rank, t.heartbeat, self._stop))
         self._beat.start()
         ref = weakref.ref(self)
         atexit.register(lambda: ref() is not None and ref().close())
@@ -114,20 +115,26 @@ class DistKVStore(KVStore):
         return (f"<DistKVStore type={self._type} job={self._job.job} rank={self._rank}/"
                 f"{self.num_workers} shards={self._job.num_servers}>")
 
-    def _describe_part(self, name: Any) -> str:
-        key = self._names.get(name, name)
-        return key_name(key)
-
-    def _heartbeat(self) -> None:
-        t = self._job.timeouts.heartbeat
+    @staticmethod
+    def _heartbeat(ray: Any, coord: Any, rank: int, every: float,
+                   stop: threading.Event) -> None:
+        # no reference to the store: dropping the store's last reference closes it
         prev = None
-        while not self._stop.wait(t):
+        while not stop.wait(every):
             try:
                 if prev is not None:
-                    self._ray.wait([prev], timeout=0)
-                prev = self._coord.heartbeat.remote(self._rank)
+                    ray.wait([prev], timeout=0)
+                prev = coord.heartbeat.remote(rank)
             except Exception:  # noqa: BLE001 - the job is over
                 return
+
+    def __del__(self) -> None:
+        # As MXNet's KVStoreDist destructor: barrier (unless turned off), then leave.
+        # The JVM bridge's engine drops its stores this way when it shuts down.
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - never raise from a finalizer
+            pass
 
     # ------------------------------------------------------------ planning
     def _plan(self, key: Any, stored: Any) -> List[Part]:

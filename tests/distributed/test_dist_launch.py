@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 
 import pytest
 
@@ -73,13 +74,15 @@ def test_a_crashed_worker_fails_the_job_and_is_named(tmp_path):
     assert dead and "rank 1" in dead[0] and "exited with code 3" in dead[0], r.stdout
 
 
-def test_launch_joins_a_multi_node_cluster_by_address(tmp_path):
+def test_launch_joins_a_multi_node_cluster_by_address(tmp_path, monkeypatch):
     from ray.cluster_utils import Cluster
 
     temp = tempfile.mkdtemp(prefix="mxkv-ray-")
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "object_store_memory": 150 * 1024 * 1024, "temp_dir": temp})
+    monkeypatch.setenv("RAY_TMPDIR", temp)   # Ray's session files go there, removed after
+    cluster = None
     try:
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 1, "object_store_memory": 150 * 1024 * 1024})
         cluster.add_node(num_cpus=1, object_store_memory=150 * 1024 * 1024)
         cluster.wait_for_nodes()
         r = _launch(["-n", "2", "-s", "2", "--ray-address", cluster.address], tmp_path)
@@ -87,5 +90,53 @@ def test_launch_joins_a_multi_node_cluster_by_address(tmp_path):
         assert "[worker 1] rank 1 of 2 got [3.0, 3.0]" in r.stdout
         assert cluster.address.startswith("127.0.0.1:")
     finally:
-        cluster.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
+        if cluster is not None:
+            cluster.shutdown()
+        for _ in range(3):   # Ray's last processes may still be writing logs
+            shutil.rmtree(temp, ignore_errors=True)
+            time.sleep(0.2)
+
+
+CLJ_WORKER = """
+(require '[org.apache.clojure-mxnet.kvstore :as kvstore]
+         '[org.apache.clojure-mxnet.ndarray :as ndarray]
+         '[org.apache.clojure-mxnet.optimizer :as optimizer])
+(def kv (kvstore/create "dist_sync"))
+(def rank (kvstore/rank kv))
+(kvstore/init kv ["w" "b"] [(ndarray/zeros [2 3]) (ndarray/zeros [4])])
+(kvstore/set-optimizer kv (optimizer/sgd {:learning-rate 0.5 :wd 0.0}))
+(def w (ndarray/zeros [2 3]))
+(def b (ndarray/zeros [4]))
+(dotimes [i 3]
+  (kvstore/push kv ["w" "b"] [(ndarray/* (ndarray/ones [2 3]) (inc rank)) (ndarray/ones [4])])
+  (kvstore/pull kv ["w" "b"] [w b]))
+(println "rank" rank "of" (kvstore/num-workers kv) (kvstore/type kv)
+         "w" (first (ndarray/->vec w)) "b" (first (ndarray/->vec b)))
+"""
+
+CLJ_SERVER = """
+(require '[org.apache.clojure-mxnet.kvstore-server :as kvstore-server])
+(kvstore-server/init {"DMLC_ROLE" "server"})
+(kvstore-server/start)
+(println "server" (System/getenv "DMLC_SERVER_ID") "saw the job end")
+"""
+
+
+def test_clojure_workers_and_a_clojure_server_process(tmp_path):
+    if not shutil.which("java"):
+        pytest.skip("needs a JDK (java) for the Clojure processes")
+    mxkv = [*MXKV]
+    build = subprocess.run([*mxkv, "build"], capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr   # compile once, not in three JVMs at once
+    (tmp_path / "train.clj").write_text(CLJ_WORKER)
+    (tmp_path / "server.clj").write_text(CLJ_SERVER)
+    server = " ".join([*mxkv, "clj", str(tmp_path / "server.clj")])
+    e = {k: v for k, v in os.environ.items() if k not in ("MXKV_RAY_ADDRESS", "RAY_ADDRESS")}
+    r = subprocess.run([*mxkv, "launch", "-n", "2", "-s", "1", "--server-cmd", server, "--",
+                        *mxkv, "clj", str(tmp_path / "train.clj")],
+                       capture_output=True, text=True, timeout=300, env=e)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for rank in (0, 1):
+        # SGD(lr=0.5) on the servers, 3 rounds: w -= 0.5 * (1 + 2), b -= 0.5 * 2
+        assert f"[worker {rank}] rank {rank} of 2 dist_sync w -4.5 b -3.0" in r.stdout, r.stdout
+    assert "[server 0] server 0 saw the job end" in r.stdout, r.stdout

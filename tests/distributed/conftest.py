@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from typing import Any, Callable, Dict, List, Optional
 
 import pytest
@@ -116,7 +117,9 @@ def cluster():
     finally:
         c.close()
         ray.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
+        for _ in range(3):   # Ray's last processes may still be writing logs
+            shutil.rmtree(temp, ignore_errors=True)
+            time.sleep(0.1)
 
 
 @pytest.fixture
