@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record gpu-check lint clean
+.PHONY: all setup test test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist gpu-check lint clean
 
 all: test
 
@@ -31,7 +31,7 @@ clojure: $(STAMP)
 # The Clojure suite runs inside test-interop, over Py4J and over JPype.
 test: test-python test-interop
 
-# The Python suite launches Clojure workers too (tests/dist): it needs the JVM side.
+# The Python suite launches Clojure workers too (tests/distributed): it needs the JVM side.
 test-python: clojure
 	$(PY) -m pytest -q tests
 
@@ -60,6 +60,10 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	bash benchmarks/run.sh quick $(BENCH_ARGS)
+
+# Distributed jobs (dist_sync, ResNet-50's parameters) against MXNet's ps-lite.
+bench-dist: $(STAMP)
+	bash benchmarks/run.sh dist $(BENCH_ARGS)
 
 # A full run whose results are recorded in benchmarks/results and docs/benchmarks.md.
 bench-record: $(STAMP)

@@ -8,13 +8,13 @@ local Ray cluster, S shard actors, W workers). A run reports the median of
 its timed iterations (after warm-up); runs of the two sides alternate
 (A B A B, the first side rotating), and a row is the median over its runs.
 
-    python benchmarks/dist_bench.py                 # rows and the 1->2->4 scaling
-    python benchmarks/dist_bench.py --reps 5 --iters 40
-    python benchmarks/dist_bench.py --only w2_s1
+    make bench-dist                                  # rows and the 1->2->4 scaling
+    bash benchmarks/run.sh dist --reps 5 --iters 40
+    bash benchmarks/run.sh dist --only w2_s1
 
-Run it with an interpreter that has numpy and matplotlib (the MXNet venv
-``benchmarks/run.sh`` builds does); set BENCH_MXNET_VENV / BENCH_MXKV_PYTHON
-as for ``run.sh``. Writes ``results/dist.{json,md,png}``.
+``run.sh dist`` runs it with the MXNet venv's interpreter (numpy and
+matplotlib for the plot) and passes both sides' interpreters; environment as
+for ``run.sh``. Writes ``results/dist.{json,md,png}``.
 """
 from __future__ import annotations
 
@@ -81,10 +81,13 @@ def main() -> int:
     p.add_argument("--iters", type=int, default=30)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--only", default="")
+    p.add_argument("--mxnet-python", default=None)
+    p.add_argument("--mxkv-python", default=None)
     a = p.parse_args()
     mxnet_venv = os.environ.get("BENCH_MXNET_VENV", os.path.join(HERE, ".venv-mxnet"))
-    mxnet_py = os.path.join(mxnet_venv, "bin", "python")
-    mxkv_py = _python("BENCH_MXKV_PYTHON", os.path.join(ROOT, ".venv", "bin", "python"))
+    mxnet_py = a.mxnet_python or os.path.join(mxnet_venv, "bin", "python")
+    mxkv_py = a.mxkv_python or _python("BENCH_MXKV_PYTHON",
+                                       os.path.join(ROOT, ".venv", "bin", "python"))
     rows = [r for r in ROWS if not a.only or r[0] in a.only.split(",")]
     results: Dict[str, Dict[str, List[Dict]]] = {r[0]: {"mxnet": [], "mxkv": []} for r in rows}
     sides = ["mxnet", "mxkv"]

@@ -7,6 +7,7 @@
 #                                            # benchmarks/results/ and docs/benchmarks.md
 #     bash benchmarks/run.sh quick --only big_key_k4,resnet50_sgd
 #     bash benchmarks/run.sh profile resnet50_sgd      # where mxkv spends a workload's time
+#     bash benchmarks/run.sh dist      # `make bench-dist`: dist_sync jobs, MXNet vs mxkv on Ray
 #
 # Results go to benchmarks/.results/ (untracked) unless --record is given.
 # Exits non-zero when a row errors or misses its target.
@@ -35,11 +36,11 @@ if [ "$MODULE" != mxnet ] && [ ! -x "$KVPY" ]; then
 fi
 
 case "$MODE" in
-    quick|full) ;;
+    quick|full|dist) ;;
     profile)
         exec "$KVPY" "$ROOT/benchmarks/profile_mxkv.py" "$@" ;;
     *)
-        echo "usage: bash benchmarks/run.sh quick|full [driver options] | profile WORKLOAD" >&2
+        echo "usage: bash benchmarks/run.sh quick|full|dist [options] | profile WORKLOAD" >&2
         exit 2 ;;
 esac
 
@@ -49,6 +50,10 @@ MXPY="$(bash "$ROOT/tools/mxnet-venv.sh")"
 # The harness check runs MXNet on both sides, so both use MXNet's venv.
 if [ "$MODULE" = mxnet ] && [ -z "${BENCH_MXKV_PYTHON:-}" ]; then
     KVPY="$MXPY"
+fi
+
+if [ "$MODE" = dist ]; then   # whole distributed jobs, both sides: benchmarks/dist_bench.py
+    exec "$MXPY" "$ROOT/benchmarks/dist_bench.py" --mxnet-python "$MXPY" --mxkv-python "$KVPY" "$@"
 fi
 
 exec "$MXPY" "$ROOT/benchmarks/driver.py" --mode "$MODE" \

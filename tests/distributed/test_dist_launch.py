@@ -85,7 +85,9 @@ def test_launch_joins_a_multi_node_cluster_by_address(tmp_path, monkeypatch):
             "num_cpus": 1, "object_store_memory": 150 * 1024 * 1024})
         cluster.add_node(num_cpus=1, object_store_memory=150 * 1024 * 1024)
         cluster.wait_for_nodes()
-        r = _launch(["-n", "2", "-s", "2", "--ray-address", cluster.address], tmp_path)
+        # --launcher ray: each worker runs in an actor, spread over the two nodes
+        r = _launch(["-n", "2", "-s", "2", "--launcher", "ray", "--ray-address",
+                     cluster.address], tmp_path)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "[worker 1] rank 1 of 2 got [3.0, 3.0]" in r.stdout
         assert cluster.address.startswith("127.0.0.1:")

@@ -329,3 +329,19 @@ def test_p3_refuses_async(jobs):
     job = jobs.job(1, 1, p3=True)
     with pytest.raises(Exception, match="P3"):
         jobs.run(job, sync_rounds, 1, [(2,)], kind="dist_async")
+
+
+def custom_updater(kv, mx):
+    def double_step(key, merged, stored):
+        stored += merged * 2
+
+    kv.init("u", mx.nd.ones((3,)))
+    kv._set_updater(double_step)
+    out = mx.nd.zeros((3,))
+    kv.pushpull("u", mx.nd.ones((3,)), out=out)
+    return out.asnumpy().tolist()
+
+
+def test_set_updater_ships_the_function_to_the_servers(jobs):
+    job = jobs.job(2, 2)
+    assert jobs.run(job, custom_updater) == [[5.0, 5.0, 5.0]] * 2   # 1 + 2 * (1 + 1)

@@ -16,6 +16,10 @@ workers print with their rank; and when they are done, removes the job (and
 the cluster, if it started one). It exits with the first non-zero exit code
 of a worker, or 0.
 
+``--launcher ray`` runs each worker (and server) command on a node of the
+Ray cluster instead, spread over the nodes by Ray: the way to use several
+hosts (the command must exist on every host).
+
 ``--server-cmd`` also runs that command ``SERVERS`` times with
 ``DMLC_ROLE=server`` (a process that runs ``mx.kv.KVStoreServer`` or
 Clojure's ``kvstore-server/start`` and blocks until the job ends), for
@@ -42,7 +46,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["main", "parse_args"]
 
@@ -71,8 +75,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("-s", "--num-servers", type=int, default=None,
                    help="number of server shards (default: the number of workers)")
     p.add_argument("--launcher", default="local", choices=["local", "ray"],
-                   help="'local' (default) runs the workers here; the cluster is Ray's "
-                   "either way")
+                   help="'local' (default) runs the workers here; 'ray' runs each in a Ray "
+                   "actor spread over the cluster's nodes (for several hosts)")
     p.add_argument("--ray-address", default=None,
                    help="join this Ray cluster (default: MXKV_RAY_ADDRESS, RAY_ADDRESS, or "
                    "a new local one)")
@@ -105,23 +109,97 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
-class _Pump(threading.Thread):
-    """Copies a child's output to ours, each line prefixed with its role and rank."""
+_PRINT = threading.Lock()
 
-    lock = threading.Lock()
 
-    def __init__(self, proc: subprocess.Popen, prefix: str) -> None:
-        super().__init__(daemon=True)
-        self.proc = proc
+def _emit(prefix: bytes, line: bytes) -> None:
+    out = sys.stdout.buffer
+    with _PRINT:
+        out.write(prefix + (line if line.endswith(b"\n") else line + b"\n"))
+        out.flush()
+
+
+class _LocalProcess:
+    """A command run here; its output is copied to ours, line by line, prefixed."""
+
+    def __init__(self, cmd: List[str], env: Dict[str, str], prefix: str) -> None:
+        self.proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
         self.prefix = prefix.encode()
+        threading.Thread(target=self._pump, daemon=True).start()
 
-    def run(self) -> None:
-        out = sys.stdout.buffer
+    def _pump(self) -> None:
         for line in iter(self.proc.stdout.readline, b""):  # type: ignore[union-attr]
-            with self.lock:
-                out.write(self.prefix + line if line.endswith(b"\n") else
-                          self.prefix + line + b"\n")
-                out.flush()
+            _emit(self.prefix, line)
+
+    def poll(self) -> Optional[int]:
+        return self.proc.poll()
+
+    def kill(self) -> None:
+        _kill(self.proc)
+
+
+class RemoteProcess:
+    """A command run by a Ray actor on some node (``--launcher ray``).
+
+    The command gets that node's environment plus the job's variables; its
+    output lines are fetched by the launcher and printed prefixed.
+    """
+
+    def start(self, cmd: List[str], env: Dict[str, str]) -> str:
+        import collections
+        import socket
+
+        self.lines: "collections.deque[bytes]" = collections.deque()
+        self.proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        threading.Thread(target=self._pump, daemon=True).start()
+        return socket.gethostname()
+
+    def _pump(self) -> None:
+        for line in iter(self.proc.stdout.readline, b""):  # type: ignore[union-attr]
+            self.lines.append(line)
+        self.lines.append(b"")   # end of output
+
+    def read(self) -> Tuple[List[bytes], Optional[int]]:
+        out = []
+        while self.lines:
+            out.append(self.lines.popleft())
+        done = bool(out) and out[-1] == b""
+        return [x for x in out if x], (self.proc.wait() if done else None)
+
+    def kill(self) -> None:
+        _kill(self.proc)
+
+
+class _RayProcess:
+    """The launcher's side of a :class:`RemoteProcess`."""
+
+    def __init__(self, cmd: List[str], env: Dict[str, str], prefix: str) -> None:
+        import ray
+
+        actor = ray.remote(RemoteProcess).options(num_cpus=0, scheduling_strategy="SPREAD")
+        self.actor = actor.remote()
+        self.ray = ray
+        self.prefix = prefix.encode()
+        self.code: Optional[int] = None
+        ray.get(self.actor.start.remote(cmd, env))
+
+    def poll(self) -> Optional[int]:
+        if self.code is None:
+            lines, self.code = self.ray.get(self.actor.read.remote())
+            for line in lines:
+                _emit(self.prefix, line)
+        return self.code
+
+    def kill(self) -> None:
+        try:
+            self.ray.get(self.actor.kill.remote(), timeout=10)
+            self.ray.kill(self.actor)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
 
 
 def _start_local_ray(num_cpus: Optional[int]) -> Tuple[str, str]:
@@ -136,13 +214,6 @@ def _start_local_ray(num_cpus: Optional[int]) -> Tuple[str, str]:
                    namespace="mxkv", _temp_dir=temp, log_to_driver=True,
                    configure_logging=False)
     return ctx.address_info["gcs_address"], temp
-
-
-def _spawn(cmd: List[str], env: Dict[str, str], prefix: str) -> subprocess.Popen:
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-    _Pump(proc, prefix).start()
-    return proc
 
 
 def _command(parts: List[str]) -> List[str]:
@@ -164,31 +235,32 @@ def run(args: argparse.Namespace) -> int:
     else:
         address, temp = _start_local_ray(args.num_cpus)
     job = create_job(args.num_workers, args.num_servers, address=address, p3=args.p3)
-    procs: List[Tuple[str, int, subprocess.Popen]] = []
+    procs: List[Tuple[str, int, Any]] = []
     common = _env_pairs(args.env, "--env")
+    spawn = _RayProcess if args.launcher == "ray" else _LocalProcess
     code = 0
     try:
-        base = dict(os.environ)
         # A JVM's engine call waits as long as the store's own timeouts allow
         # (workers), or for the whole job (servers): MXKV_CALL_TIMEOUT_MS.
-        call_ms = str(int((job.timeouts.fail + 60) * 1000))
-        base.setdefault("MXKV_CALL_TIMEOUT_MS", call_ms)
+        base = {"MXKV_CALL_TIMEOUT_MS": os.environ.get(
+            "MXKV_CALL_TIMEOUT_MS", str(int((job.timeouts.fail + 60) * 1000)))}
         for i in range(args.num_servers if args.server_cmd else 0):
             env = {**base, **job.environ(role="server"), "MXKV_CALL_TIMEOUT_MS": "0", **common,
                    **_env_pairs(args.env_server, "--env-server"), "DMLC_SERVER_ID": str(i)}
-            procs.append(("server", i, _spawn(["bash", "-c", args.server_cmd], env,
-                                              f"[server {i}] ")))
+            procs.append(("server", i, spawn(["bash", "-c", args.server_cmd], env,
+                                             f"[server {i}] ")))
         for rank in range(args.num_workers):
             env = {**base, **job.environ(role="worker", rank=rank), **common,
                    **_env_pairs(args.env_worker, "--env-worker"), "DMLC_TASK_ID": str(rank)}
-            procs.append(("worker", rank, _spawn(_command(args.command), env,
-                                                 f"[worker {rank}] ")))
-        workers = [(r, p) for role, r, p in procs if role == "worker"]
+            procs.append(("worker", rank, spawn(_command(args.command), env,
+                                                f"[worker {rank}] ")))
         reported = set()
         while True:
             running = 0
-            for rank, p in workers:
+            for role, rank, p in procs:
                 rc = p.poll()
+                if role != "worker":
+                    continue
                 if rc is None:
                     running += 1
                 elif rc != 0 and rank not in reported:
@@ -204,21 +276,22 @@ def run(args: argparse.Namespace) -> int:
                 break
             time.sleep(0.1)
         job.coordinator.stop.remote()
+        deadline = time.monotonic() + 30
         for role, i, p in procs:
-            if role == "server":
-                try:
-                    rc = p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    _kill(p)
-                    rc = -9
-                if rc != 0:
-                    print(f"mxkv launch: server {i} exited with code {rc}", file=sys.stderr)
+            if role != "server":
+                continue
+            while p.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            rc = p.poll()
+            if rc != 0:
+                print(f"mxkv launch: server {i} exited with code "
+                      f"{'(still running)' if rc is None else rc}", file=sys.stderr)
         return code
     except KeyboardInterrupt:
         return 130
     finally:
         for _, _, p in procs:
-            _kill(p)
+            p.kill()
         job.close()
         import ray as _ray
 
