@@ -211,7 +211,10 @@ public final class Regions {
         System.gc();
         long deadline = System.nanoTime()
                 + TimeUnit.MILLISECONDS.toNanos(EXPLICIT_GC ? SENTINEL_MS : 50);
-        long quietNs = TimeUnit.MILLISECONDS.toNanos(2);
+        // The Cleaner may run the sentinel before the regions the GC found: after it,
+        // wait until frees have stopped arriving for a while (longer than a loaded
+        // machine's scheduling gaps).
+        long quietNs = TimeUnit.MILLISECONDS.toNanos(20);
         long seen = frees;
         long quietUntil = Long.MAX_VALUE;
         try {
