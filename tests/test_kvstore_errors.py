@@ -75,21 +75,22 @@ def test_multi_device_push_shape_mismatch_in_second_key(kv):
     assert unchanged(kv, before)
 
 
-def test_push_dtype_mismatch(kv):
+def test_one_value_of_another_dtype_under_an_optimizer_raises(kv):
+    # MXNet hands the float64 value to the optimizer, whose update then fails
+    # inside the callback and is dropped without a word.
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1))
     before = snapshot(kv)
-    with pytest.raises(MXNetError, match="key 'a' was pushed dtype float64 but was "
-                                         "initialized with dtype float32"):
-        kv.push("a", mx.nd.ones(SHAPE, dtype="float64"))
+    with pytest.raises(MXNetError, match="key 'a' was pushed dtype float64 but holds "
+                                         "dtype float32; the optimizer needs"):
+        kv.push(["b", "a"], [mx.nd.ones(SHAPE), mx.nd.ones(SHAPE, dtype="float64")])
     assert unchanged(kv, before)
 
 
-def test_pull_shape_and_dtype_mismatch_leave_outs_untouched(kv):
+def test_pull_shape_mismatch_leaves_outs_untouched(kv):
     good = mx.nd.zeros(SHAPE)
     with pytest.raises(MXNetError, match=r"key 'b' was pulled into shape \(6,\)"):
         kv.pull(["a", "b"], out=[good, mx.nd.zeros((6,))])
     assert np.all(good.asnumpy() == 0)
-    with pytest.raises(MXNetError, match="dtype int32"):
-        kv.pull("a", out=mx.nd.zeros(SHAPE, dtype="int32"))
 
 
 def test_mixed_key_types_in_one_call(kv):

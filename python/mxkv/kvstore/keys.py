@@ -16,7 +16,7 @@ from ..base import MXNetError
 from ..ndarray import NDArray
 from ..ndarray.sparse import RowSparseNDArray
 
-__all__ = ["flatten", "key_name", "is_array"]
+__all__ = ["flatten", "group", "key_name", "is_array", "pair_row_ids"]
 
 _ARRAY_TYPES = (NDArray, RowSparseNDArray)
 _PLAIN_TYPES = {NDArray, RowSparseNDArray}
@@ -133,3 +133,32 @@ def group(pairs: Sequence[Tuple[Any, Any]]) -> dict:
         else:
             lst.append(v)
     return grouped
+
+
+def pair_row_ids(keys: Any, out: Any, row_ids: Any, op: str
+                 ) -> Tuple[List[Tuple[Any, Any]], List[Any], List[Any]]:
+    """Pair each out of a ``row_sparse_pull`` with its row ids, as MXNet does.
+
+    ``row_ids`` is nested like ``out`` (one NDArray per out, a list of lists
+    for several keys with several outs) and the two are paired by position.
+    A single NDArray, or a list of one, with a list of outs means: pull into
+    the first out, then copy it into the others. Returns ``(pairs, row_ids,
+    copies)``: the ``(key, out)`` pairs to pull, their row ids, and the outs
+    to copy the first one into.
+    """
+    if isinstance(row_ids, NDArray):
+        row_ids = [row_ids]
+    if not isinstance(row_ids, (list, tuple)):
+        raise MXNetError(f"{op}: row_ids should be NDArray or list of NDArray, "
+                         f"got {type(row_ids).__name__}")
+    copies: List[Any] = []
+    first = out
+    if len(row_ids) == 1 and isinstance(out, (list, tuple)) and len(out) > 0:
+        first, copies = [out[0]], list(out[1:])
+    pairs, _ = flatten(keys, first, op, what="out")
+    ids, _ = flatten(keys, row_ids, op, what="row_ids")
+    if len(ids) != len(pairs):
+        raise MXNetError(f"{op}: the number of row_ids ({len(ids)}) doesn't match the "
+                         f"number of outs ({len(pairs)}); give one row_ids per out, nested "
+                         "as out is")
+    return pairs, [r for _, r in ids], copies

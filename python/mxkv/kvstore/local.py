@@ -1,13 +1,16 @@
 """The local KVStore: MXNet's ``KVStoreLocal`` over a Comm.
 
-Every call first flattens and validates all of its (key, value) pairs; only
-when the whole call is valid does it touch the store, so a failing call
-leaves the store exactly as it was.
+Every call first flattens and validates all of its (key, value) pairs
+(``_validate_*``); only when the whole call is valid does it touch the store
+(``_apply_*``), so a failing call leaves the store exactly as it was.
 
-Stored values live on the store context (``cpu(0)``) and are never shared
-with the caller: ``init`` copies, ``pull`` copies out. Without an updater a
-push writes the merged sum straight into the stored buffer; with one, the
-updater runs once per key per push as ``updater(key, merged, stored)``.
+Stored values live on the store context (``cpu_pinned(0)``) and never
+change when the caller writes to its arrays: ``init`` copies; a one-device
+dense push is kept by reference, copy-on-write (``stored.py``); ``pull``
+copies out. Without an updater a push makes the merged value the stored
+value; with one, the updater runs once per key per push as
+``updater(key, merged, stored)``. The merged value has the storage type of
+the first pushed value (as MXNet), and is summed in the key's dtype.
 """
 from __future__ import annotations
 
@@ -19,17 +22,23 @@ import numpy as np
 from ..base import MXNetError
 from ..context import cpu_pinned
 from ..ndarray import NDArray
+from ..ndarray.cow import before_write
 from ..ndarray.sparse import RowSparseNDArray
 from .base import KVStoreBase
 from .comm import create_comm
 from .compression import GradientCompression
-from .keys import flatten, group, key_name
+from .keys import flatten, group, key_name, pair_row_ids
+from .stored import StoredValues
 
 __all__ = ["KVStore"]
 
 
 def _stype(a: Any) -> str:
     return "row_sparse" if isinstance(a, RowSparseNDArray) else "default"
+
+
+def _dtype_name(a: Any) -> str:
+    return np.dtype(a.dtype).name
 
 
 class KVStore(KVStoreBase):
@@ -49,12 +58,16 @@ class KVStore(KVStoreBase):
         self._comm = create_comm(comm)
         self._store_ctx = cpu_pinned(0)  # MXNet's pinned_ctx_
         self._comm.store_ctx = self._store_ctx
-        self._data: Dict[Any, Any] = {}
+        self._data = StoredValues(self._store_ctx, self._copy_host)
+        self._init_stype: Dict[Any, str] = {}
         self._order: Dict[Any, int] = {}
         self._key_is_str: Optional[bool] = None
         self._updater: Optional[Callable] = None
         self._compression: Optional[GradientCompression] = None
         self._barrier_before_exit = True
+
+    def _copy_host(self, dst: np.ndarray, src: np.ndarray) -> None:
+        self._comm.reducer.copy_to_all(src, [dst])
 
     # -- properties --------------------------------------------------------
     @property
@@ -95,29 +108,22 @@ class KVStore(KVStoreBase):
             raise MXNetError(f"{op}: key {key_name(key)} has not been initialized") from None
 
     @staticmethod
-    def _check_like(key: Any, stored: Any, value: Any, op: str, verb: str) -> None:
-        if type(value) is NDArray and type(stored) is NDArray:
-            va, sa = value._array, stored._array
-            if va.shape == sa.shape and va.dtype == sa.dtype:
-                return
-        elif value.shape == stored.shape and value.dtype is stored.dtype:
-            return
+    def _check_shape(key: Any, stored: Any, value: Any, op: str, verb: str) -> None:
         if value.shape != stored.shape:
             raise MXNetError(
                 f"{op}: key {key_name(key)} was {verb} shape {value.shape} but was "
                 f"initialized with shape {stored.shape}"
-            )
-        vd, sd = np.dtype(value.dtype), np.dtype(stored.dtype)
-        if vd != sd:
-            raise MXNetError(
-                f"{op}: key {key_name(key)} was {verb} dtype {vd.name} but was "
-                f"initialized with dtype {sd.name}"
             )
 
     def _sorted_keys(self, keys) -> List[Any]:
         if self._key_is_str:
             return sorted(keys, key=lambda k: self._order.get(k, 0))
         return sorted(keys)
+
+    def _optimizer_updater(self) -> bool:
+        from ..optimizer import Updater
+
+        return isinstance(self._updater, Updater)
 
     # -- init ------------------------------------------------------------------
     def _validate_init(self, key: Any, value: Any, op: str):
@@ -136,7 +142,8 @@ class KVStore(KVStoreBase):
     def _apply_init(self, pairs: list, is_str: bool) -> None:
         for k, v in pairs:
             stored = v.copyto(self._store_ctx)
-            self._data[k] = stored
+            self._data.set(k, stored)
+            self._init_stype[k] = _stype(stored)
             self._order[k] = len(self._order)
             self._comm.init(k, stored.shape, stored.dtype, _stype(stored))
         if pairs:
@@ -154,73 +161,111 @@ class KVStore(KVStoreBase):
         self._apply_init(pairs, is_str)
 
     # -- push -----------------------------------------------------------------
-    def _validate_push(self, key: Any, value: Any, op: str):
+    def _validate_push(self, key: Any, value: Any, op: str) -> dict:
         pairs, is_str = flatten(key, value, op)
         self._check_key_type(is_str, op, pairs)
         grouped = group(pairs)
+        optimizer = self._optimizer_updater()
         for k, vals in grouped.items():
             stored = self._stored(k, op)
             for v in vals:
-                self._check_like(k, stored, v, op, "pushed")
-            if isinstance(stored, RowSparseNDArray) and self._optimizer_updater() and \
+                self._check_shape(k, stored, v, op, "pushed")
+            if optimizer and len(vals) == 1 and type(vals[0]) is NDArray and \
+                    vals[0].dtype != stored.dtype:
+                # MXNet hands the optimizer this value as the gradient; its
+                # update fails inside the callback and is silently dropped.
+                raise MXNetError(
+                    f"{op}: key {key_name(k)} was pushed dtype {_dtype_name(vals[0])} but "
+                    f"holds dtype {_dtype_name(stored)}; the optimizer needs a gradient of "
+                    f"the weight's dtype (cast it with astype, or push from several devices)"
+                )
+            if isinstance(stored, RowSparseNDArray) and optimizer and \
                     stored._indices.shape[0] != stored.shape[0]:
                 raise MXNetError(
                     f"{op}: key {key_name(k)} holds {stored._indices.shape[0]} of its "
                     f"{stored.shape[0]} rows; the optimizers update row_sparse weights only "
                     "when all rows are present (init it with every row)"
                 )
-            if self._compression is not None and np.dtype(stored.dtype) != np.float32:
+            if self._compression is not None and (
+                    np.dtype(stored.dtype) != np.float32
+                    or any(v.dtype != np.float32 for v in vals)):
                 raise MXNetError(
-                    f"{op}: key {key_name(k)} has dtype {np.dtype(stored.dtype).name}; "
+                    f"{op}: key {key_name(k)} has dtype {_dtype_name(stored)}; "
                     f"{self._compression.type} gradient compression needs float32 values"
                 )
         self._comm.validate_push(grouped)
         return grouped
 
     def _apply_push(self, grouped: dict) -> None:
-        comm = self._comm
-        updater = self._updater
         for k in self._sorted_keys(grouped):
             vals = grouped[k]
             stored = self._data[k]
-            if isinstance(stored, RowSparseNDArray):
-                self._push_row_sparse(k, stored, vals)
+            rows = isinstance(vals[0], RowSparseNDArray) or (
+                self._updater is None and self._init_stype[k] == "row_sparse")
+            if self._updater is None:
+                if rows:
+                    self._store_rows(k, self._merge_rows(k, vals, stored.dtype))
+                else:
+                    self._store_sum(k, vals)
                 continue
-            dense = vals
-            if (len(vals) > 1 or type(vals[0]) is not NDArray) and \
-                    any(isinstance(v, RowSparseNDArray) for v in vals):
-                dense = [v.tostype("default") if isinstance(v, RowSparseNDArray) else v
-                         for v in vals]
-            if updater is None:
-                comm.reduce(k, dense, out=stored)
-            else:
-                merged = comm.reduce(k, dense)
-                if type(merged._array) is not type(stored._array):
-                    # As MXNet: a gradient merged on a GPU moves the weight there.
-                    stored = stored.copyto(merged.context)
-                    self._data[k] = stored
-                updater(k, merged, stored)
+            merged = self._merge_rows(k, vals, stored.dtype) if rows else \
+                self._merge_dense(k, vals, stored.dtype)
+            stored = self._data.writable(k)
+            if type(stored) is NDArray and type(merged) is NDArray \
+                    and type(merged._array) is not type(stored._array):
+                # As MXNet: a gradient merged on a GPU moves the weight there.
+                stored = stored.copyto(merged.context)
+                self._data.set(k, stored)
+            self._updater(k, merged, stored)
 
-    def _push_row_sparse(self, k: Any, stored: RowSparseNDArray, vals: list) -> None:
+    @staticmethod
+    def _cast(vals: list, dtype: Any) -> list:
+        return [v if v.dtype == dtype else v.astype(dtype) for v in vals]
+
+    def _merge_rows(self, k: Any, vals: list, dtype: Any) -> RowSparseNDArray:
+        """The row-sparse sum of ``vals`` (dense ones as their nonzero rows), in ``dtype``."""
         rsp = [v if isinstance(v, RowSparseNDArray) else v.tostype("row_sparse") for v in vals]
-        merged = self._comm.reduce_row_sparse(k, rsp)
-        if self._updater is None:
+        return self._comm.reduce_row_sparse(k, self._cast(rsp, dtype))
+
+    def _merge_dense(self, k: Any, vals: list, dtype: Any) -> NDArray:
+        """The dense sum of ``vals`` for an updater: one value is passed as it is
+        (as MXNet), several are summed into a merge buffer in ``dtype``."""
+        dense = [v.tostype("default") if isinstance(v, RowSparseNDArray) else v for v in vals]
+        return self._comm.reduce(k, dense if len(dense) == 1 else self._cast(dense, dtype))
+
+    def _store_rows(self, k: Any, merged: RowSparseNDArray) -> None:
+        stored = self._data[k]
+        if isinstance(stored, RowSparseNDArray):
             stored._data, stored._indices = merged._data, merged._indices
+        else:  # as MXNet: the key takes the pushed value's storage type
+            self._data.set(k, merged)
+
+    def _store_sum(self, k: Any, vals: list) -> None:
+        dense = [v.tostype("default") if isinstance(v, RowSparseNDArray) else v for v in vals]
+        if len(dense) == 1 and self._compression is None and self._data.can_share(k, dense[0]):
+            self._data.share(k, dense[0])  # copy-on-write: no copy now, none later unless written
             return
-        self._updater(k, merged, stored)
+        stored = self._data[k]
+        if isinstance(stored, RowSparseNDArray):
+            out = NDArray(np.empty(stored.shape, stored.dtype), self._store_ctx)
+            self._data.set(k, out)
+        else:
+            out = self._data.writable(k, keep=False)
+        self._comm.reduce(k, self._cast(dense, out.dtype), out=out)
 
     def push(self, key: Any, value: Any, priority: int = 0) -> None:
         """Push values: several values for one key are summed first.
 
         Without an updater the stored value becomes the sum; with one,
-        ``updater(key, merged, stored)`` runs once per key.
+        ``updater(key, merged, stored)`` runs once per key. Values of
+        another dtype than the key's are cast to it.
         """
         grouped = self._validate_push(key, value, "push")
         self._apply_push(grouped)
 
     # -- pull -----------------------------------------------------------------
     def _validate_pull(self, key: Any, out: Any, op: str, ignore_sparse: bool,
-                       pending: Optional[dict] = None):
+                   pending: Optional[dict] = None):
         if out is None:
             raise MXNetError(f"{op}: out is required (the arrays to pull into)")
         pairs, is_str = flatten(key, out, op, what="out")
@@ -230,36 +275,39 @@ class KVStore(KVStoreBase):
             stored = pending[k] if pending is not None and k in pending else self._stored(k, op)
             if isinstance(o, RowSparseNDArray) and ignore_sparse:
                 continue  # MXNet ignores row_sparse outs unless ignore_sparse=False
-            self._check_like(k, stored, o, op, "pulled into")
+            self._check_shape(k, stored, o, op, "pulled into")
             grouped.setdefault(k, []).append(o)
         return grouped
 
     def _apply_pull(self, grouped: dict) -> None:
         for k in self._sorted_keys(grouped):
-            outs = grouped[k]
             stored = self._data[k]
+            outs = []
+            for o in grouped[k]:
+                if isinstance(o, RowSparseNDArray):
+                    outs.append(o)
+                elif not _same_buffer(o, stored):  # pulling a shared value onto itself: no-op
+                    before_write(o._array)
+                    outs.append(o)
+            stored = self._data[k]  # before_write may have made it private
             if isinstance(stored, RowSparseNDArray):
                 for o in outs:
                     stored.copyto(o)
                 continue
-            if (len(outs) == 1 and type(outs[0]) is NDArray) or \
-                    not any(isinstance(o, RowSparseNDArray) for o in outs):
-                self._comm.broadcast(k, stored, outs)
-                continue
-            # row_sparse outs are here only with ignore_sparse=False
-            self._comm.broadcast(k, stored, [o for o in outs
-                                             if not isinstance(o, RowSparseNDArray)])
-            sparse_outs = [o for o in outs if isinstance(o, RowSparseNDArray)]
-            if sparse_outs:
+            dense = [o for o in outs if not isinstance(o, RowSparseNDArray)]
+            if dense:
+                self._comm.broadcast(k, stored, dense)
+            if len(dense) != len(outs):  # row_sparse outs, with ignore_sparse=False
                 as_rsp = stored.tostype("row_sparse")
-                for o in sparse_outs:
-                    as_rsp.copyto(o)
+                for o in outs:
+                    if isinstance(o, RowSparseNDArray):
+                        as_rsp.copyto(o)
 
     def pull(self, key: Any, out: Any = None, priority: int = 0,
              ignore_sparse: bool = True) -> None:
         """Pull the stored values into ``out`` (one array, a list, or a list
-        of lists), each on its own context. Row-sparse outs are skipped
-        unless ``ignore_sparse=False``.
+        of lists), each on its own context and cast to its dtype. Row-sparse
+        outs are skipped unless ``ignore_sparse=False``.
         """
         grouped = self._validate_pull(key, out, "pull", ignore_sparse)
         self._apply_pull(grouped)
@@ -280,37 +328,19 @@ class KVStore(KVStoreBase):
         self._apply_pull(pulls)
 
     # -- row_sparse_pull --------------------------------------------------------
-    def row_sparse_pull(self, key: Any, out: Any = None, priority: int = 0,
-                        row_ids: Any = None) -> None:
-        """Pull only the rows ``row_ids`` of row-sparse values into row-sparse ``out``.
-
-        ``row_ids`` is an NDArray or a list of them, one per out (a single one
-        is shared by every out). Duplicated or unsorted ids are allowed.
-        """
-        plan = self._validate_row_sparse_pull(key, out, row_ids)
-        self._apply_row_sparse_pull(plan)
-
-    def _validate_row_sparse_pull(self, key: Any, out: Any, row_ids: Any) -> list:
-        """Check a whole row_sparse_pull; returns ``[(key, out, sorted unique ids)]``."""
+    def _validate_row_sparse_pull(self, key: Any, out: Any, row_ids: Any) -> tuple:
+        """Check a whole row_sparse_pull; returns ``([(key, out, sorted unique
+        ids)], outs to copy the first out into)``."""
         op = "row_sparse_pull"
         if out is None:
             raise MXNetError(f"{op}: out is required")
         if row_ids is None:
             raise MXNetError(f"{op}: row_ids is required")
-        if isinstance(row_ids, NDArray):
-            row_ids = [row_ids]
-        if not isinstance(row_ids, (list, tuple)):
-            raise MXNetError(f"{op}: row_ids should be NDArray or list of NDArray, "
-                             f"got {type(row_ids).__name__}")
-        pairs, is_str = flatten(key, out, op, what="out")
+        pairs, rids, copies = pair_row_ids(key, out, row_ids, op)
+        is_str = isinstance(pairs[0][0], str)
         self._check_key_type(is_str, op, pairs)
-        if len(row_ids) == 1:
-            row_ids = list(row_ids) * len(pairs)
-        if len(row_ids) != len(pairs):
-            raise MXNetError(f"{op}: the number of row_ids ({len(row_ids)}) doesn't match "
-                             f"the number of values ({len(pairs)})")
         plan = []
-        for (k, o), rid in zip(pairs, row_ids):
+        for (k, o), rid in zip(pairs, rids):
             stored = self._stored(k, op)
             if not isinstance(stored, RowSparseNDArray):
                 raise MXNetError(f"{op}: key {key_name(k)} holds a dense value; "
@@ -318,22 +348,41 @@ class KVStore(KVStoreBase):
             if not isinstance(o, RowSparseNDArray):
                 raise MXNetError(f"{op}: out for key {key_name(k)} must be row_sparse, "
                                  f"got stype {getattr(o, 'stype', type(o).__name__)}")
-            self._check_like(k, stored, o, op, "pulled into")
-            if not isinstance(rid, NDArray):
+            self._check_shape(k, stored, o, op, "pulled into")
+            if not isinstance(rid, NDArray) or isinstance(rid, RowSparseNDArray):
                 raise MXNetError(f"{op}: row_ids for key {key_name(k)} must be a dense "
-                                 f"NDArray, got {type(rid).__name__}")
+                                 f"NDArray, got {getattr(rid, 'stype', type(rid).__name__)}")
             ids = np.unique(np.asarray(rid.asnumpy(), dtype=np.int64).reshape(-1))
             if ids.size and (ids[0] < 0 or ids[-1] >= stored.shape[0]):
                 bad = ids[0] if ids[0] < 0 else ids[-1]
                 raise MXNetError(f"{op}: row id {int(bad)} is out of range for key "
                                  f"{key_name(k)} of shape {stored.shape}")
             plan.append((k, o, ids))
-        return plan
+        first = pairs[0][1]
+        for c in copies:
+            if not isinstance(c, NDArray) or c.shape != first.shape:
+                raise MXNetError(f"{op}: every out must have shape {first.shape}, got "
+                                 f"{getattr(c, 'shape', type(c).__name__)}")
+        return plan, copies
+
+    def row_sparse_pull(self, key: Any, out: Any = None, priority: int = 0,
+                        row_ids: Any = None) -> None:
+        """Pull only the rows ``row_ids`` of row-sparse values into row-sparse ``out``.
+
+        ``row_ids`` has the nesting of ``out`` (one NDArray per out: for
+        several keys with several outs each, a list of lists), or is a single
+        NDArray (or a list of one) for one key: the first out is pulled and
+        copied into the others. Duplicated or unsorted ids are allowed.
+        """
+        plan, copies = self._validate_row_sparse_pull(key, out, row_ids)
+        self._apply_row_sparse_pull(plan)
+        for c in copies:
+            plan[0][1].copyto(c)
 
     def _apply_row_sparse_pull(self, plan: list) -> None:
         for k, o, ids in plan:
-            # As MXNet's sparse_retain: the result has exactly the requested
-            # rows, zero where the stored value has none.
+            # As MXNet's sparse_retain: exactly the requested rows, zero where
+            # the stored value has none.
             stored = self._data[k]
             data = np.zeros((ids.shape[0],) + tuple(stored.shape[1:]), stored._data.dtype)
             have = stored._indices
@@ -359,11 +408,6 @@ class KVStore(KVStoreBase):
             raise MXNetError(f"set_optimizer: expected an mx.optimizer.Optimizer, got "
                              f"{type(optimizer).__name__}")
         self._set_updater(opt.get_updater(optimizer))
-
-    def _optimizer_updater(self) -> bool:
-        from ..optimizer import Updater
-
-        return isinstance(self._updater, Updater)
 
     def _states_updater(self, op: str):
         if self._updater is None:
@@ -418,3 +462,17 @@ class KVStore(KVStoreBase):
 
     def set_barrier_before_exit(self, barrier_before_exit: bool = True) -> None:
         self._barrier_before_exit = bool(barrier_before_exit)
+
+
+def _same_buffer(out: NDArray, stored: Any) -> bool:
+    """Whether dense ``out`` is exactly the memory of dense ``stored`` (same
+    start, shape and dtype): copying one into the other would change nothing."""
+    if isinstance(stored, RowSparseNDArray):
+        return False
+    a, b = out._array, stored._array
+    if a is b:
+        return True
+    if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+        return False
+    return (a.shape == b.shape and a.dtype == b.dtype
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])

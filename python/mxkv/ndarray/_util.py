@@ -12,6 +12,7 @@ import numpy as np
 
 from ..base import MXNetError, MXNetIndexError, MXNetTypeError, MXNetValueError  # noqa: F401
 from ..context import Context, cpu, cupy_or_none, gpu, xp_for
+from .cow import before_write
 
 # The dtypes MXNet 1.9's NDArray supports (bfloat16 aside).
 SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (
@@ -113,7 +114,9 @@ def copy_into(dst: Any, src: Any) -> None:
     """Write ``src`` (scalar, numpy or cupy array on any device) into ``dst``'s buffer.
 
     ``src`` must broadcast to ``dst.shape``; values are cast to ``dst.dtype``.
+    Holders sharing ``dst``'s buffer copy-on-write are told first.
     """
+    before_write(dst)
     if not isinstance(src, (np.ndarray, np.generic, int, float, bool)) \
             and not hasattr(src, "device"):
         src = np.asarray(src)

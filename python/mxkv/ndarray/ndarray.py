@@ -28,6 +28,7 @@ from ._util import (
     normalize_dtype,
     to_device,
 )
+from .cow import before_write
 
 __all__ = [
     "NDArray",
@@ -194,13 +195,28 @@ class NDArray:
                 f"@{self._ctx}>")
 
     def __getstate__(self) -> dict:
-        return {"ctx": (self._ctx.device_type, self._ctx.device_id), "array": self.asnumpy()}
+        """MXNet's pickle state: the array's ``NDArray::Save`` record as ``handle``."""
+        from .io import encode_array
+        return {"handle": bytearray(b"".join(bytes(c) for c in encode_array(self)))}
 
     def __setstate__(self, state: dict) -> None:
-        ctx = Context(*state["ctx"])
-        arr = state["array"]
-        self._array = arr if not ctx.uses_cupy else to_device(arr, ctx)
-        self._ctx = ctx
+        """Restore from MXNet's state (``handle``) or mxkv 0.1's (``ctx``, ``array``):
+        onto the saved context, or ``cpu(0)`` when that GPU is absent."""
+        if "handle" in state:
+            from .io import restore_state
+            restored = restore_state(bytes(state["handle"]))
+        elif "indices" in state:
+            from .sparse import RowSparseNDArray
+            ctx = Context(*state["ctx"])
+            restored = RowSparseNDArray(to_device(state["data"], ctx),
+                                        to_device(state["indices"], ctx), state["shape"], ctx)
+        else:
+            ctx = Context(*state["ctx"])
+            arr = state["array"]
+            restored = NDArray(arr if not ctx.uses_cupy else to_device(arr, ctx), ctx)
+        self.__dict__.update(restored.__dict__)
+        if type(restored) is not type(self):
+            self.__class__ = type(restored)
 
     def wait_to_read(self) -> None:
         """Block until pending work writing this array is done."""
@@ -348,6 +364,7 @@ class NDArray:
                 if isinstance(idx, slice) and idx == slice(None) or idx is Ellipsis:
                     copy_into(self._array, src)
                 else:
+                    before_write(self._array)
                     self._array[idx] = src
             except IndexError as exc:
                 raise MXNetIndexError(f"{exc} (NDArray of shape {self.shape})") from None
@@ -383,6 +400,8 @@ class NDArray:
                                   f"the destination's shape {self.shape}")
         xp = self._xp()
         x, y = (b, a) if reverse else (a, b)
+        if inplace:
+            before_write(a)
         with device_scope(self._ctx), np.errstate(all="ignore"):
             integer = a.dtype.kind in "biu"
             if integer and name == "divide":

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..base import MXNetError
+from ..ndarray.cow import before_write
 
 __all__ = [
     "array_module",
@@ -47,14 +48,18 @@ def is_row_sparse(nd: Any) -> bool:
     return getattr(nd, "stype", "default") == "row_sparse"
 
 
-def dense_view(weight: Any) -> Any:
+def dense_view(weight: Any, write: bool = True) -> Any:
     """The array holding every element of ``weight``, to be updated in place.
 
     A dense NDArray gives its ``_array``. A row-sparse weight must hold all of
     its rows, as MXNet's kernels require (``CheckAllRowsPresent``); its
-    ``_data`` is then the full array.
+    ``_data`` is then the full array. With ``write`` (the caller updates it),
+    holders sharing the buffer copy-on-write (``mxkv.ndarray.cow``) are
+    told before it is handed out.
     """
     if not is_row_sparse(weight):
+        if write:
+            before_write(weight._array)
         return weight._array
     nrows = weight.shape[0] if weight.shape else 0
     if int(weight._indices.shape[0]) != nrows:
@@ -62,6 +67,8 @@ def dense_view(weight: Any) -> Any:
             f"row_sparse weight of shape {tuple(weight.shape)} holds "
             f"{int(weight._indices.shape[0])} of its {nrows} rows; the optimizers "
             f"update row_sparse weights only when all rows are present")
+    if write:
+        before_write(weight._data)
     return weight._data
 
 
@@ -98,7 +105,7 @@ def zeros_state(weight: Any, dtype: Any | None = None) -> Any:
     row sparse and fills them with zero rows on first use; the values are the
     same).
     """
-    xp = array_module(dense_view(weight))
+    xp = array_module(dense_view(weight, write=False))
     dt = np.dtype(dtype if dtype is not None else weight.dtype)
     with device_scope(weight.context):
         return new_like(xp.zeros(tuple(weight.shape), dtype=dt), weight.context)
@@ -106,7 +113,7 @@ def zeros_state(weight: Any, dtype: Any | None = None) -> Any:
 
 def copy_as(weight: Any, dtype: Any | None = None) -> Any:
     """A dense copy of ``weight`` (in ``dtype``), on the same context."""
-    src = dense_view(weight)
+    src = dense_view(weight, write=False)
     dt = np.dtype(dtype if dtype is not None else weight.dtype)
     with device_scope(weight.context):
         arr = src.astype(dt, copy=True).reshape(tuple(weight.shape))

@@ -361,7 +361,7 @@ def _astype_grad(grad: Any, dtype: Any) -> Any:
 def _cast_into(src: Any, dst: Any) -> None:
     """Write ``src``'s values into ``dst``'s buffer in ``dst``'s dtype."""
     out = dense_view(dst)
-    out[...] = dense_view(src).reshape(out.shape)
+    out[...] = dense_view(src, write=False).reshape(out.shape)
 
 
 register = Optimizer.register

@@ -123,7 +123,7 @@ def _as_in_context(nd: Any, ctx: Any) -> Any:
     from ..context import xp_for
     xp = xp_for(ctx)
     with device_scope(ctx):
-        src = dense_view(nd)
+        src = dense_view(nd, write=False)
         host = src.get() if array_module(src) is not np else src
         return new_like(xp.array(host, copy=True), ctx)
 

@@ -1,0 +1,139 @@
+"""The values a local store holds, and which buffers it owns.
+
+Every key maps to one stored NDArray on the store context. Usually the store
+owns its buffer. After a one-device dense push without an updater the store
+instead *shares* the pushed array's buffer (MXNet keeps a reference there
+too), copy-on-write: :mod:`mxkv.ndarray.cow` tells the store before anything
+writes into that buffer, and the store then copies the value into a buffer
+of its own. The store itself never writes into a buffer it shares: before a
+write it asks :meth:`StoredValues.writable` for a private buffer. So a push
+costs no copy, and a later write to the pushed array never changes the store.
+
+The private buffer a shared key had is kept as a spare, so switching back
+(a write to the pushed array, a multi-device push, an updater) allocates
+nothing.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Dict, Iterator, Tuple
+
+import numpy as np
+
+from ..ndarray import NDArray, cow
+
+__all__ = ["SHARE_MIN_BYTES", "StoredValues"]
+
+# Below this size a copy costs less than registering a share.
+SHARE_MIN_BYTES = 64 * 1024
+
+
+class StoredValues:
+    """Key -> stored NDArray, with copy-on-write sharing of pushed host buffers.
+
+    Parameters
+    ----------
+    ctx : Context
+        The store context the values live on.
+    copy : callable
+        ``copy(dst, src)`` for two same-shaped host arrays (the comm's
+        threaded copy), used when a shared value is made private.
+    """
+
+    def __init__(self, ctx: Any, copy: Any) -> None:
+        self.ctx = ctx
+        self._copy = copy
+        self._values: Dict[Any, Any] = {}
+        self._spare: Dict[Any, NDArray] = {}     # the private buffer of a shared key
+        self._shares: Dict[Any, cow.Share] = {}
+        self._lock = threading.Lock()
+        # Let go of every share when the store goes away.
+        weakref.finalize(self, _release_all, self._shares)
+
+    # -- reading --------------------------------------------------------------
+    def __contains__(self, key: Any) -> bool:
+        return key in self._values
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._values[key]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def items(self) -> Iterator[Tuple[Any, Any]]:
+        return iter(list(self._values.items()))
+
+    def is_shared(self, key: Any) -> bool:
+        return key in self._shares
+
+    # -- writing --------------------------------------------------------------
+    def set(self, key: Any, value: Any) -> None:
+        """Make ``value`` (an array the store owns) the stored value of ``key``."""
+        self._drop_share(key)
+        self._spare.pop(key, None)
+        self._values[key] = value
+
+    def can_share(self, key: Any, src: Any) -> bool:
+        """Whether ``src`` may be stored for ``key`` by reference: a dense host
+        array of the key's shape and dtype, big enough to be worth it."""
+        stored = self._values[key]
+        if type(src) is not NDArray or type(stored) is not NDArray:
+            return False
+        a, s = src._array, stored._array
+        return (isinstance(a, np.ndarray) and isinstance(s, np.ndarray)
+                and a.dtype == s.dtype and a.shape == s.shape
+                and a.nbytes >= SHARE_MIN_BYTES)
+
+    def share(self, key: Any, src: NDArray) -> None:
+        """Store ``src``'s buffer for ``key`` without copying it (see :meth:`can_share`)."""
+        with self._lock:
+            old = self._shares.pop(key, None)
+            if old is not None:
+                old.release()
+            else:
+                self._spare[key] = self._values[key]
+            self._values[key] = NDArray(src._array, self.ctx)
+            ref = weakref.ref(self)
+            cell: list = []
+
+            def on_write() -> None:
+                store = ref()
+                if store is not None:
+                    store._unshare(key, cell[0], keep=True)
+
+            s = cow.share(src._array, on_write)
+            cell.append(s)
+            self._shares[key] = s
+
+    def writable(self, key: Any, keep: bool = True) -> Any:
+        """The stored value of ``key`` in a buffer the store owns, ready to be
+        written; ``keep=False`` when the caller overwrites all of it."""
+        s = self._shares.get(key)
+        if s is None:
+            return self._values[key]
+        return self._unshare(key, s, keep)
+
+    def _unshare(self, key: Any, s: cow.Share, keep: bool) -> Any:
+        with self._lock:
+            if self._shares.get(key) is not s:
+                return self._values[key]  # already made private (or re-shared)
+            del self._shares[key]
+            s.release()
+            shared = self._values[key]
+            own = self._spare.pop(key)
+            if keep:
+                self._copy(own._array, shared._array)
+            self._values[key] = own
+            return own
+
+    def _drop_share(self, key: Any) -> None:
+        s = self._shares.pop(key, None)
+        if s is not None:
+            s.release()
+
+
+def _release_all(shares: Dict[Any, cow.Share]) -> None:
+    for s in list(shares.values()):
+        s.release()
+    shares.clear()
