@@ -1,4 +1,4 @@
-"""nd.save / nd.load: round trips of our format, corruption errors, MXNet's files."""
+"""nd.save / nd.load: MXNet's file format both ways, round trips, corruption errors."""
 import os
 import struct
 import zlib
@@ -63,11 +63,11 @@ def test_single_ndarray_saves_as_a_list(tmp_path):
     assert isinstance(back, list) and back[0].asnumpy().tolist() == [1, 2]
 
 
-def test_empty_list_and_dict_round_trip(tmp_path):
+def test_empty_list_and_dict_load_as_empty_lists_as_in_mxnet(tmp_path):
     nd.save(str(tmp_path / "l"), [])
     nd.save(str(tmp_path / "d"), {})
     assert nd.load(str(tmp_path / "l")) == []
-    assert nd.load(str(tmp_path / "d")) == {}
+    assert nd.load(str(tmp_path / "d")) == []  # no names to tell a dict: MXNet says [] too
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -120,12 +120,23 @@ def test_loaded_arrays_are_independent_and_writable(tmp_path):
     assert a.asnumpy().tolist() == [2, 2] and b.asnumpy().tolist() == [1, 1]
 
 
-def test_file_starts_with_magic_and_version(tmp_path):
+def test_file_is_mxnets_list_format_with_a_crc_trailer(tmp_path):
     f = str(tmp_path / "m.nd")
     nd.save(f, [nd.ones((1,))])
     raw = Path(f).read_bytes()
-    assert raw[:8] == b"MXKVND\r\n"
-    assert struct.unpack("<IIQ", raw[8:24]) == (1, 0, 1)
+    assert struct.unpack("<QQQ", raw[:24]) == (0x112, 0, 1)
+    assert struct.unpack("<I", raw[24:28]) == (0xF993FAC9,)
+    assert raw[-12:-4] == b"MXKVCRC1"
+    assert struct.unpack("<I", raw[-4:])[0] == zlib.crc32(raw[:-12]) & 0xFFFFFFFF
+
+
+def test_save_writes_the_bytes_mxnet_writes(tmp_path):
+    # The same arrays as MXNET_DICT_FILE, on cpu(0): byte for byte what MXNet wrote.
+    f = str(tmp_path / "same.params")
+    nd.save(f, {"w": nd.array([[1, 2], [3, 4]], dtype="float64"),
+                "i": nd.array([5, 6], dtype="int32"),
+                "r": nd.sparse.row_sparse_array(([[1.5, 2.5]], [2]), shape=(4, 2))})
+    assert Path(f).read_bytes()[:-12] == MXNET_DICT_FILE
 
 
 def test_save_leaves_no_temporary_file(tmp_path):
@@ -177,30 +188,38 @@ def test_load_truncated_file_raises(tmp_path):
         nd.load(str(f))
 
 
-def _resealed(raw: bytes) -> bytes:
-    body = raw[:-4]
-    return body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF)
-
-
-def test_load_unknown_version_raises(tmp_path):
-    f = tmp_path / "v.nd"
-    nd.save(str(f), [nd.ones((1,))])
-    raw = bytearray(f.read_bytes())
-    raw[8:12] = struct.pack("<I", 99)
-    f.write_bytes(_resealed(bytes(raw)))
-    with pytest.raises(MXNetError, match="version 99"):
-        nd.load(str(f))
-
-
-def test_load_inconsistent_byte_count_raises(tmp_path):
+def test_file_without_the_trailer_still_loads(tmp_path):
     f = tmp_path / "n.nd"
-    nd.save(str(f), [nd.ones((2,))])
-    raw = bytearray(f.read_bytes())
-    # header 24 + name len 4 + (stype, dtype, ndim) 4 + dim 8, then u64 nbytes
-    raw[40:48] = struct.pack("<Q", 4)
-    f.write_bytes(_resealed(bytes(raw)))
-    with pytest.raises(MXNetError, match="records 4 bytes"):
-        nd.load(str(f))
+    nd.save(str(f), [nd.arange(4)])
+    f.write_bytes(f.read_bytes()[:-12])
+    assert nd.load(str(f))[0].asnumpy().tolist() == [0, 1, 2, 3]
+
+
+def test_load_inconsistent_name_count_raises(tmp_path):
+    raw = bytearray(MXNET_LIST_FILE)
+    raw[-8:] = struct.pack("<Q", 1)  # one name for two arrays
+    with pytest.raises(MXNetError, match="1 names for 2 arrays"):
+        io.load_frombuffer(bytes(raw) + struct.pack("<Q", 1) + b"x")
+
+
+def test_load_unknown_dtype_flag_raises():
+    raw = bytearray(MXNET_LIST_FILE)
+    raw[52:56] = struct.pack("<i", 42)  # the first array's dtype flag
+    with pytest.raises(MXNetError, match="unknown dtype flag 42"):
+        io.load_frombuffer(bytes(raw))
+
+
+def test_load_trailing_garbage_raises():
+    with pytest.raises(MXNetError, match="unexpected bytes"):
+        io.load_frombuffer(MXNET_LIST_FILE + b"\x00\x01")
+
+
+def test_load_unsorted_row_sparse_indices_raises():
+    raw = bytearray(MXNET_DICT_FILE)
+    at = raw.rfind(struct.pack("<q", 2))  # the 'r' array's one index, set out of range
+    raw[at:at + 8] = struct.pack("<q", 9)
+    with pytest.raises(MXNetError, match="out of range"):
+        io.load_frombuffer(bytes(raw))
 
 
 def test_load_reads_mxnet_dict_files(tmp_path):
@@ -234,4 +253,4 @@ def test_gpu_arrays_save_and_load_onto_a_gpu(tmp_path):
     back = nd.load(f, ctx=mx.gpu(0))
     assert back["g"].context == mx.gpu(0) and back["g"].asnumpy().tolist() == [[1, 2]]
     assert back["r"].context == mx.gpu(0) and back["r"].asnumpy()[1].tolist() == [1, 2]
-    assert nd.load(f)["g"].context == mx.cpu(0)
+    assert nd.load(f)["g"].context == mx.gpu(0)  # as MXNet: saved on a GPU, loaded there

@@ -1,32 +1,36 @@
-"""``nd.save`` / ``nd.load``: our own documented binary format, and MXNet's.
+"""``nd.save`` / ``nd.load`` in Apache MXNet 1.x's own file format.
 
-mxkv writes the format below (documented in ``docs/ndarray.md``); ``load``
-also reads MXNet 1.x ``.params``/``nd.save`` files (dense and row_sparse,
-format V2/V3), told apart by their magic numbers. All integers are
-little-endian.
+Files move both ways: what ``mx.nd.save`` writes here loads in MXNet 1.9
+(``mx.nd.load``, ``gluon``'s ``load_parameters``...), and what MXNet
+writes loads here. All integers are little-endian; the layout is MXNet's
+``NDArray::Save`` list (``src/ndarray/ndarray.cc``)::
 
-::
+    u64  0x112 (list magic)           u64  0 (reserved)
+    u64  count, then per array:
+         u32  magic: 0xF993FAC9 (V2), or 0xF993FACA (V3, numpy shapes: 0-d arrays)
+         i32  storage type: 0 default, 1 row_sparse
+         row_sparse only: storage shape = (nnz,) + shape[1:]
+         shape                     (a shape is i32 ndim, then ndim x i64)
+         i32  device type (1 cpu, 2 gpu, 3 cpu_pinned, 5 cpu_shared), i32 device id
+         i32  dtype flag (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32,
+              5 int8, 6 int64, 7 bool)
+         row_sparse only: i32 index dtype flag (6, int64), index shape (nnz,)
+         the data, C order (row_sparse: the nnz stored rows)
+         row_sparse only: the nnz row indices
+    u64  name count (0 for a list), then per name: u64 length, UTF-8 bytes
+    mxkv trailer (optional): b"MXKVCRC1", u32 CRC-32 (zlib) of every byte before it
 
-    header   magic  b"MXKVND\\r\\n"  (8 bytes)
-             u32    version (1)
-             u32    kind: 0 = list, 1 = dict
-             u64    count
-    record   u32    name length, then the name in UTF-8 (length 0 in a list)
-    (count)  u8     stype: 0 = default, 1 = row_sparse
-             u8     dtype: MXNet's type flag (0 float32, 1 float64, 2 float16,
-                    3 uint8, 4 int32, 5 int8, 6 int64, 7 bool)
-             u16    ndim, then ndim x i64 dims
-             row_sparse only: u64 nnz, then nnz x i64 row indices
-             u64    nbytes, then the data bytes (C order; for row_sparse the
-                    stored rows, shape (nnz,) + dims[1:])
-    trailer  u32    CRC-32 (zlib) of every byte before it
+MXNet stops reading after the names, so it loads files with mxkv's trailer;
+mxkv checks the trailer when present. What ``load`` checks is listed in
+``docs/ndarray.md``. ``io_legacy.py`` reads the older layouts (MXNet's v0/V1
+arrays, and mxkv 0.1's own format).
 """
 from __future__ import annotations
 
 import os
 import struct
 import zlib
-from typing import Any
+from typing import Any, Iterable, List, Optional, Tuple
 
 import numpy as np
 
@@ -36,22 +40,24 @@ from ._util import MXNetTypeError, is_host, to_device
 from .ndarray import NDArray
 from .sparse import RowSparseNDArray
 
-__all__ = ["MAGIC", "VERSION", "load", "load_frombuffer", "save"]
+__all__ = ["LIST_MAGIC", "TRAILER", "load", "load_frombuffer", "save"]
 
-MAGIC = b"MXKVND\r\n"
-VERSION = 1
-_TYPE_FLAGS = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2,
-               np.dtype(np.uint8): 3, np.dtype(np.int32): 4, np.dtype(np.int8): 5,
-               np.dtype(np.int64): 6, np.dtype(np.bool_): 7}
-_FLAG_TYPES = {v: k for k, v in _TYPE_FLAGS.items()}
-_STYPES = {"default": 0, "row_sparse": 1}
+LIST_MAGIC = 0x112
+V1_MAGIC = 0xF993FAC8
+V2_MAGIC = 0xF993FAC9
+V3_MAGIC = 0xF993FACA
+TRAILER = b"MXKVCRC1"
+_TRAILER_LEN = len(TRAILER) + 4
+MAX_NDIM = 32  # beyond any real array: a larger ndim means a corrupted file
 
-# MXNet's own file format (src/ndarray/ndarray.cc): list magic and per-array magics.
-_MX_LIST_MAGIC = 0x112
-_MX_V2_MAGIC = 0xF993FAC9
-_MX_V3_MAGIC = 0xF993FACA
+TYPE_FLAGS = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2,
+              np.dtype(np.uint8): 3, np.dtype(np.int32): 4, np.dtype(np.int8): 5,
+              np.dtype(np.int64): 6, np.dtype(np.bool_): 7}
+FLAG_TYPES = {v: k for k, v in TYPE_FLAGS.items()}
+_DEV_TYPES = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
 
 
+# ---------------------------------------------------------------------- writing
 def _host_le(arr: Any) -> np.ndarray:
     """A little-endian C-contiguous host view (or copy, from a GPU) of ``arr``."""
     host = arr if is_host(arr) else arr.get()
@@ -61,76 +67,112 @@ def _host_le(arr: Any) -> np.ndarray:
     return host
 
 
-def _records(data: Any) -> tuple:
+def _shape(dims: Iterable[int]) -> bytes:
+    dims = tuple(int(d) for d in dims)
+    return struct.pack(f"<i{len(dims)}q", len(dims), *dims)
+
+
+def encode_array(arr: NDArray, v3: bool = False) -> List[bytes]:
+    """One array as MXNet's ``NDArray::Save`` writes it (the bytes of a pickle too)."""
+    ctx = arr.context
+    rsp = isinstance(arr, RowSparseNDArray)
+    values = arr._data if rsp else arr._array
+    chunks = [struct.pack("<Ii", V3_MAGIC if v3 else V2_MAGIC, 1 if rsp else 0)]
+    if rsp:
+        chunks.append(_shape(values.shape))
+    chunks.append(_shape(arr.shape))
+    chunks.append(struct.pack("<iii", _DEV_TYPES.get(ctx.device_type, 1), ctx.device_id,
+                              TYPE_FLAGS[np.dtype(values.dtype)]))
+    if rsp:
+        chunks.append(struct.pack("<i", TYPE_FLAGS[np.dtype(np.int64)]))
+        chunks.append(_shape(arr._indices.shape))
+    host = _host_le(values)
+    chunks.append(memoryview(host).cast("B") if host.nbytes else b"")
+    if rsp:
+        idx = _host_le(arr._indices)
+        chunks.append(memoryview(idx).cast("B") if idx.nbytes else b"")
+    return chunks
+
+
+def _records(data: Any) -> Tuple[List[str], List[NDArray]]:
+    msg = "save only accept dict str->NDArray or list of NDArray"
     if isinstance(data, NDArray):
-        return 0, [("", data)]
+        return [], [data]
     if isinstance(data, dict):
         if not all(isinstance(k, str) and isinstance(v, NDArray) for k, v in data.items()):
-            raise MXNetTypeError("save only accept dict str->NDArray or list of NDArray")
-        return 1, list(data.items())
+            raise MXNetTypeError(msg)
+        return list(data.keys()), list(data.values())
     if isinstance(data, (list, tuple)):
         if not all(isinstance(v, NDArray) for v in data):
-            raise MXNetTypeError("save only accept dict str->NDArray or list of NDArray")
-        return 0, [("", v) for v in data]
-    raise MXNetTypeError("save only accept dict str->NDArray or list of NDArray")
+            raise MXNetTypeError(msg)
+        return [], list(data)
+    raise MXNetTypeError(msg)
 
 
-def _encode(kind: int, records: list) -> list[bytes]:
-    chunks = [MAGIC, struct.pack("<IIQ", VERSION, kind, len(records))]
-    for name, arr in records:
-        raw_name = name.encode("utf-8")
-        is_rsp = isinstance(arr, RowSparseNDArray)
-        values = arr._data if is_rsp else arr._array
-        shape = arr.shape
-        chunks.append(struct.pack("<I", len(raw_name)) + raw_name)
-        chunks.append(struct.pack("<BBH", 1 if is_rsp else 0, _TYPE_FLAGS[values.dtype],
-                                  len(shape)))
-        chunks.append(struct.pack(f"<{len(shape)}q", *shape))
-        if is_rsp:
-            idx = _host_le(arr._indices)
-            chunks.append(struct.pack("<Q", idx.shape[0]))
-            chunks.append(memoryview(idx).cast("B"))
-        host = _host_le(values)
-        chunks.append(struct.pack("<Q", host.nbytes))
-        chunks.append(memoryview(host).cast("B") if host.nbytes else b"")
+def encode(data: Any) -> List[bytes]:
+    """The chunks of a whole file (trailer excluded) for ``data``."""
+    names, arrays = _records(data)
+    # MXNet 1.x has no 0-d arrays outside numpy-shape mode: V3 records carry
+    # them (MXNet then loads the file inside ``mx.np_shape(True)``).
+    v3 = any(a.ndim == 0 for a in arrays)
+    if v3 and any(isinstance(a, RowSparseNDArray) for a in arrays):
+        raise MXNetTypeError("save: a file holding a 0-d array cannot also hold row_sparse "
+                             "arrays (MXNet's numpy-shape format has no sparse storage)")
+    chunks = [struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays))]
+    for a in arrays:
+        chunks.extend(encode_array(a, v3))
+    chunks.append(struct.pack("<Q", len(names)))
+    for n in names:
+        raw = n.encode("utf-8")
+        chunks.append(struct.pack("<Q", len(raw)) + raw)
     return chunks
 
 
 def save(fname: str | os.PathLike, data: Any) -> None:
     """Save an NDArray, a list of NDArrays or a dict str -> NDArray to ``fname``.
 
-    Dense and row_sparse arrays of any supported dtype; contexts are not
-    recorded. The file appears whole or not at all (written to a temporary
-    name, then renamed).
+    The file is MXNet's format (dense and row_sparse, every dtype; see the
+    module docstring) plus a CRC-32 trailer that MXNet ignores and
+    :func:`load` checks. It appears whole or not at all (written to a
+    temporary name, then renamed).
+
+    >>> mx.nd.save('/tmp/mxkv-doc.params', {'w': mx.nd.ones((2,))})
+    >>> mx.nd.load('/tmp/mxkv-doc.params')['w'].asnumpy()
+    array([1., 1.], dtype=float32)
     """
-    kind, records = _records(data)
-    chunks = _encode(kind, records)
-    tmp = f"{os.fspath(fname)}.tmp-{os.getpid()}"
+    chunks = encode(data)
+    path = os.fspath(fname)
+    tmp = f"{path}.tmp-{os.getpid()}"
     crc = 0
     try:
         with open(tmp, "wb") as f:
             for c in chunks:
                 crc = zlib.crc32(c, crc)
                 f.write(c)
-            f.write(struct.pack("<I", crc & 0xFFFFFFFF))
-        os.replace(tmp, fname)
+            f.write(TRAILER + struct.pack("<I", crc & 0xFFFFFFFF))
+        os.replace(tmp, path)
     except OSError as exc:
         if os.path.exists(tmp):
             os.remove(tmp)
-        raise MXNetIOError(f"cannot write NDArray file {os.fspath(fname)!r}: {exc}") from None
+        raise MXNetIOError(f"cannot write NDArray file {path!r}: {exc}") from None
 
 
-class _Reader:
-    """Bounds-checked little-endian reads from a bytes-like buffer."""
+# ---------------------------------------------------------------------- reading
+class Reader:
+    """Bounds-checked little-endian reads from a bytes-like buffer; every
+    failure is an MXNetIOError naming the source and the offset."""
 
-    def __init__(self, buf: memoryview, where: str) -> None:
+    def __init__(self, buf: memoryview, where: str, end: Optional[int] = None) -> None:
         self.buf, self.pos, self.where = buf, 0, where
+        self.end = len(buf) if end is None else end
+
+    def fail(self, what: str) -> MXNetIOError:
+        return MXNetIOError(f"{self.where}: {what} (at byte {self.pos})")
 
     def take(self, n: int) -> memoryview:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise MXNetIOError(f"{self.where}: file is truncated or corrupted "
-                               f"(needs {n} bytes at offset {self.pos}, has "
-                               f"{len(self.buf) - self.pos})")
+        if n < 0 or self.pos + n > self.end:
+            raise self.fail(f"file is truncated or corrupted: needs {n} more bytes, "
+                            f"{self.end - self.pos} left")
         out = self.buf[self.pos:self.pos + n]
         self.pos += n
         return out
@@ -138,148 +180,181 @@ class _Reader:
     def unpack(self, fmt: str) -> tuple:
         return struct.unpack("<" + fmt, self.take(struct.calcsize("<" + fmt)))
 
+    def shape(self, what: str, ndim_fmt: str = "i", dim_fmt: str = "q") -> Optional[tuple]:
+        """A shape; None for MXNet's 'unknown' (ndim -1)."""
+        (ndim,) = self.unpack(ndim_fmt)
+        if ndim == -1:
+            return None
+        if not 0 <= ndim <= MAX_NDIM:
+            raise self.fail(f"{what} has {ndim} dimensions: the file is corrupted")
+        dims = self.unpack(f"{ndim}{dim_fmt}")
+        if any(d < 0 for d in dims):
+            raise self.fail(f"{what} {dims} has a negative dimension: the file is corrupted")
+        return tuple(int(d) for d in dims)
+
     def array(self, dtype: np.dtype, shape: tuple) -> np.ndarray:
-        count = int(np.prod(shape)) if shape else 1
+        count = 1
+        for d in shape:
+            count *= d
         raw = self.take(count * dtype.itemsize)
-        return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+        out = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype, copy=True)
+        return out.reshape(shape)
 
 
-def _dtype_of(flag: int, where: str) -> np.dtype:
-    if flag not in _FLAG_TYPES:
-        raise MXNetIOError(f"{where}: unknown dtype code {flag} (corrupted file?)")
-    return _FLAG_TYPES[flag]
+def dtype_of(flag: int, r: Reader) -> np.dtype:
+    if flag not in FLAG_TYPES:
+        raise r.fail(f"unknown dtype flag {flag} (a corrupted file, or a dtype mxkv does "
+                     "not support)")
+    return FLAG_TYPES[flag]
 
 
-def _place(arr: np.ndarray, ctx: Context) -> Any:
+def saved_context(dev_type: int, dev_id: int, r: Reader, keep_cpu: bool = False) -> Context:
+    """Where MXNet would load an array saved on ``(dev_type, dev_id)``: the
+    same GPU when there is one, else ``cpu(0)`` (with ``keep_cpu``, the saved
+    CPU context itself)."""
+    if dev_type not in (1, 2, 3, 5) or dev_id < 0:
+        raise r.fail(f"unknown device ({dev_type}, {dev_id}): the file is corrupted")
+    if keep_cpu and dev_type != 2:
+        names = {1: "cpu", 3: "cpu_pinned", 5: "cpu_shared"}
+        return Context(names[dev_type], dev_id)
+    if dev_type == 2:
+        from ..context import num_gpus
+        try:
+            if dev_id < num_gpus():
+                return Context("gpu", dev_id)
+        except Exception:  # noqa: BLE001 - no CUDA at all: load on the CPU, as MXNet
+            pass
+    return cpu(0)
+
+
+def place(arr: np.ndarray, ctx: Context) -> Any:
     return arr if not ctx.is_gpu else to_device(arr, ctx)
 
 
-def _decode_mxkv(buf: memoryview, ctx: Context, where: str) -> list | dict:
-    if len(buf) < len(MAGIC) + 16 + 4:
-        raise MXNetIOError(f"{where}: file is truncated ({len(buf)} bytes)")
-    (stored_crc,) = struct.unpack("<I", buf[-4:])
-    if zlib.crc32(buf[:-4]) & 0xFFFFFFFF != stored_crc:
-        raise MXNetIOError(f"{where}: checksum mismatch: the file is corrupted")
-    r = _Reader(buf[:-4], where)
-    r.take(len(MAGIC))
-    version, kind, count = r.unpack("IIQ")
-    if version != VERSION:
-        raise MXNetIOError(f"{where}: format version {version} is not supported "
-                           f"(this mxkv reads version {VERSION})")
-    if kind not in (0, 1):
-        raise MXNetIOError(f"{where}: unknown container kind {kind}")
-    items = []
-    for _ in range(count):
-        (nlen,) = r.unpack("I")
-        name = bytes(r.take(nlen)).decode("utf-8")
-        stype, flag, ndim = r.unpack("BBH")
-        dtype = _dtype_of(flag, where)
-        shape = r.unpack(f"{ndim}q")
-        if any(d < 0 for d in shape):
-            raise MXNetIOError(f"{where}: negative dimension in shape {shape}")
-        if stype == 1:
-            if ndim < 1:
-                raise MXNetIOError(f"{where}: row_sparse array with 0 dims")
-            (nnz,) = r.unpack("Q")
-            idx = r.array(np.dtype(np.int64), (nnz,))
-            (nbytes,) = r.unpack("Q")
-            data = r.array(dtype, (nnz,) + tuple(shape[1:]))
-            if data.nbytes != nbytes:
-                raise MXNetIOError(f"{where}: array '{name}' records {nbytes} bytes, its "
-                                   f"shape needs {data.nbytes}")
-            arr = RowSparseNDArray(_place(data, ctx), _place(idx, ctx), shape, ctx)
-            arr.check_format()
-        elif stype == 0:
-            (nbytes,) = r.unpack("Q")
-            expected = (int(np.prod(shape)) if shape else 1) * dtype.itemsize
-            if nbytes != expected:
-                raise MXNetIOError(f"{where}: array '{name}' records {nbytes} bytes, "
-                                   f"shape {shape} of {dtype.name} needs {expected}")
-            arr = NDArray(_place(r.array(dtype, tuple(shape)), ctx), ctx)
-        else:
-            raise MXNetIOError(f"{where}: unknown storage type code {stype}")
-        items.append((name, arr))
-    if r.pos != len(r.buf):
-        raise MXNetIOError(f"{where}: {len(r.buf) - r.pos} unexpected bytes after the "
-                           f"last array")
-    return dict(items) if kind == 1 else [a for _, a in items]
+def decode_array(r: Reader, i: int, ctx: Optional[Context],
+                 keep_cpu: bool = False) -> Optional[NDArray]:
+    """The next array record (V2 or V3; older ones via io_legacy); None for
+    MXNet's 'none' array (no shape)."""
+    (magic,) = r.unpack("I")
+    if magic not in (V2_MAGIC, V3_MAGIC):
+        from .io_legacy import decode_legacy_array
+        return decode_legacy_array(r, magic, i, ctx)
+    v3 = magic == V3_MAGIC
+    (stype,) = r.unpack("i")
+    if stype not in (0, 1):
+        kind = "csr, which mxkv does not support" if stype == 2 else "unknown: corrupted file"
+        raise r.fail(f"array {i} has storage type {stype} ({kind})")
+    storage = r.shape(f"array {i}'s storage shape") if stype == 1 else None
+    shape = r.shape(f"array {i}'s shape")
+    if shape is None or (not v3 and len(shape) == 0):
+        return None  # MXNet's 'none' NDArray: nothing else follows
+    dev_type, dev_id, flag = r.unpack("iii")
+    where = ctx or saved_context(dev_type, dev_id, r, keep_cpu)
+    dtype = dtype_of(flag, r)
+    if stype == 0:
+        return NDArray(place(r.array(dtype, shape), where), where)
+    (aux_flag,) = r.unpack("i")
+    aux_shape = r.shape(f"array {i}'s index shape")
+    if aux_flag not in (4, 6) or aux_shape is None or len(aux_shape) != 1:
+        raise r.fail(f"array {i} has row_sparse indices of dtype flag {aux_flag} and shape "
+                     f"{aux_shape}: the file is corrupted")
+    if not shape or storage is None or tuple(storage[1:]) != tuple(shape[1:]):
+        raise r.fail(f"array {i}: row_sparse storage shape {storage} does not fit shape "
+                     f"{shape}: the file is corrupted")
+    nnz = aux_shape[0]
+    if nnz > shape[0]:
+        raise r.fail(f"array {i}: {nnz} stored rows for shape {shape}: the file is corrupted")
+    # MXNet writes the storage shape before waiting for pending writes, so its
+    # row count can be stale; the index count (and the data written) is not.
+    data = r.array(dtype, (nnz,) + tuple(shape[1:]))
+    idx = r.array(FLAG_TYPES[aux_flag], (nnz,)).astype(np.int64)
+    out = RowSparseNDArray(place(data, where), place(idx, where), shape, where)
+    try:
+        out.check_format()
+    except ValueError as exc:
+        raise r.fail(f"array {i}: {exc}: the file is corrupted") from None
+    return out
 
 
-def _mx_shape(r: _Reader, v3: bool) -> tuple | None:
-    (ndim,) = r.unpack("i")
-    if ndim < 0:
-        return None
-    return r.unpack(f"{ndim}q")
-
-
-def _decode_mxnet(buf: memoryview, ctx: Context, where: str) -> list | dict:
-    r = _Reader(buf, where)
-    _magic, _reserved, count = r.unpack("QQQ")
-    arrays = []
-    for i in range(count):
-        (magic,) = r.unpack("I")
-        if magic not in (_MX_V2_MAGIC, _MX_V3_MAGIC):
-            raise MXNetIOError(f"{where}: array {i} uses an MXNet NDArray format "
-                               f"(magic {magic:#x}) that mxkv does not read")
-        v3 = magic == _MX_V3_MAGIC
-        (stype,) = r.unpack("i")
-        if stype not in (0, 1):
-            raise MXNetIOError(f"{where}: array {i} has storage type {stype} "
-                               f"({'csr' if stype == 2 else 'unknown'}), not supported")
-        storage_shape = _mx_shape(r, v3) if stype == 1 else None
-        shape = _mx_shape(r, v3)
-        if shape is None or (not v3 and len(shape) == 0):
-            arrays.append(None)
-            continue
-        r.unpack("ii")  # the saved context; arrays load onto `ctx`
-        (flag,) = r.unpack("i")
-        dtype = _dtype_of(flag, where)
-        if stype == 0:
-            arrays.append(NDArray(_place(r.array(dtype, tuple(shape)), ctx), ctx))
-            continue
-        (aux_flag,) = r.unpack("i")
-        aux_shape = _mx_shape(r, v3)
-        data = r.array(dtype, tuple(storage_shape))
-        idx = r.array(_dtype_of(aux_flag, where), tuple(aux_shape)).astype(np.int64)
-        rsp = RowSparseNDArray(_place(np.ascontiguousarray(data), ctx),
-                               _place(idx, ctx), shape, ctx)
-        rsp.check_format()
-        arrays.append(rsp)
-    (nnames,) = r.unpack("Q")
+def _names(r: Reader, count: int) -> List[str]:
+    (n,) = r.unpack("Q")
+    if n not in (0, count):
+        raise r.fail(f"{n} names for {count} arrays: the file is corrupted")
     names = []
-    for _ in range(nnames):
-        (n,) = r.unpack("Q")
-        names.append(bytes(r.take(n)).decode("utf-8"))
+    for _ in range(n):
+        (length,) = r.unpack("Q")
+        try:
+            names.append(bytes(r.take(length)).decode("utf-8"))
+        except UnicodeDecodeError:
+            raise r.fail("a name is not valid UTF-8: the file is corrupted") from None
+    return names
+
+
+def _check_trailer(buf: memoryview, where: str) -> int:
+    """Verify mxkv's CRC trailer when there is one; return where the MXNet part ends."""
+    n = len(buf)
+    if n >= _TRAILER_LEN and bytes(buf[n - _TRAILER_LEN:n - 4]) == TRAILER:
+        (stored,) = struct.unpack("<I", buf[n - 4:])
+        if zlib.crc32(buf[:n - _TRAILER_LEN]) & 0xFFFFFFFF != stored:
+            raise MXNetIOError(f"{where}: checksum mismatch: the file is corrupted")
+        return n - _TRAILER_LEN
+    return n
+
+
+def decode(buf: memoryview, ctx: Optional[Context], where: str) -> list | dict:
+    """Arrays from a whole file held in ``buf``."""
+    from .io_legacy import MXKV1_MAGIC, decode_mxkv1
+    if bytes(buf[:len(MXKV1_MAGIC)]) == MXKV1_MAGIC:
+        return decode_mxkv1(buf, ctx or cpu(0), where)
+    end = _check_trailer(buf, where)
+    r = Reader(buf, where, end)
+    if end < 24:
+        raise r.fail(f"not an NDArray file: {end} bytes is too short")
+    magic, _reserved, count = r.unpack("QQQ")
+    if magic != LIST_MAGIC:
+        raise r.fail(f"not an NDArray file (magic {magic:#x}, expected {LIST_MAGIC:#x})")
+    if count > end // 12:
+        raise r.fail(f"the header announces {count} arrays: the file is corrupted")
+    arrays = [decode_array(r, i, ctx) for i in range(count)]
+    names = _names(r, count)
+    if r.pos != end:
+        raise r.fail(f"{end - r.pos} unexpected bytes after the last name: the file is "
+                     "corrupted")
     if any(a is None for a in arrays):
-        raise MXNetIOError(f"{where}: the file holds an array with no shape (unsupported)")
-    if names:
-        if len(names) != len(arrays):
-            raise MXNetIOError(f"{where}: {len(names)} names for {len(arrays)} arrays")
-        return dict(zip(names, arrays))
-    return arrays
+        raise MXNetIOError(f"{where}: array {[a is None for a in arrays].index(True)} has no "
+                           "shape (an empty MXNet NDArray), which mxkv does not represent")
+    return dict(zip(names, arrays)) if names else arrays
+
+
+def restore_state(raw: bytes) -> NDArray:
+    """The array of one ``NDArray::Save`` record (a pickle's ``handle``), on
+    its saved CPU context, or its GPU (``cpu(0)`` when that GPU is absent)."""
+    r = Reader(memoryview(raw), "NDArray pickle")
+    arr = decode_array(r, 0, None, keep_cpu=True)
+    if arr is None or r.pos != r.end:
+        raise r.fail("not a single NDArray record")
+    return arr
 
 
 def load_frombuffer(buf: bytes | bytearray | memoryview,
                     ctx: Context | None = None) -> list[NDArray] | dict[str, NDArray]:
-    """Load arrays saved by :func:`save` (or MXNet's ``nd.save``) from bytes."""
-    return _decode(memoryview(buf).cast("B"), ctx or cpu(0), "NDArray buffer")
+    """Load arrays saved by :func:`save` (or MXNet's ``nd.save``) from bytes.
 
-
-def _decode(buf: memoryview, ctx: Context, where: str) -> list | dict:
-    if bytes(buf[:len(MAGIC)]) == MAGIC:
-        return _decode_mxkv(buf, ctx, where)
-    if len(buf) >= 8 and struct.unpack("<Q", buf[:8])[0] == _MX_LIST_MAGIC:
-        return _decode_mxnet(buf, ctx, where)
-    raise MXNetIOError(f"{where}: not an NDArray file (unknown magic "
-                       f"{bytes(buf[:8])!r})")
+    Raises MXNetError (an ``MXNetIOError``) when the bytes are truncated or
+    corrupted.
+    """
+    if not isinstance(buf, (bytes, bytearray, memoryview)):
+        raise MXNetTypeError(f"buf required to be bytes, got {type(buf).__name__}")
+    return decode(memoryview(buf).cast("B"), ctx, "NDArray buffer")
 
 
 def load(fname: str | os.PathLike,
          ctx: Context | None = None) -> list[NDArray] | dict[str, NDArray]:
     """Load the arrays in ``fname``: a list, or a dict when saved from a dict.
 
-    Reads this module's format and MXNet 1.x's. Arrays land on ``ctx``
-    (default ``cpu(0)``, as MXNet loads CPU-saved arrays).
+    Reads MXNet 1.x files (and mxkv's). Arrays land where MXNet puts them
+    (``cpu(0)``; an array saved on a GPU on that GPU when there is one), or
+    on ``ctx`` when given (mxkv's addition).
     """
     path = os.fspath(fname)
     try:
@@ -287,4 +362,4 @@ def load(fname: str | os.PathLike,
             raw = f.read()
     except OSError as exc:
         raise MXNetIOError(f"cannot open NDArray file {path!r}: {exc.strerror}") from None
-    return _decode(memoryview(raw), ctx or cpu(0), f"NDArray file {path!r}")
+    return decode(memoryview(raw), ctx, f"NDArray file {path!r}")

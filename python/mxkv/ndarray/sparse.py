@@ -134,15 +134,6 @@ class RowSparseNDArray(NDArray):
     def __bool__(self) -> bool:
         return bool(self.tostype("default"))
 
-    def __getstate__(self) -> dict:
-        return {"ctx": (self._ctx.device_type, self._ctx.device_id), "shape": self._shape,
-                "data": _host_copy(self._data), "indices": _host_copy(self._indices)}
-
-    def __setstate__(self, state: dict) -> None:
-        ctx = Context(*state["ctx"])
-        self.__init__(to_device(state["data"], ctx), to_device(state["indices"], ctx),
-                      state["shape"], ctx)
-
     # ------------------------------------------------------------------ checks
     def check_format(self, full_check: bool = True) -> None:
         """Raise MXNetError unless the indices are sorted, unique and in range."""
