@@ -641,3 +641,93 @@ def test_gpu_copyto_host_ndarray_keeps_its_buffer():
     buf = dst._array
     nd.array([4, 5], ctx=mx.gpu(0)).copyto(dst)
     assert dst._array is buf and dst.asnumpy().tolist() == [4, 5]
+
+
+# ---------------------------------------------------------------- MXNet details (issue 7)
+
+def test_one_element_value_into_one_element():
+    b = mx.nd.zeros((2, 3))
+    b[0, 1] = mx.nd.array([7])
+    b[1, 2] = np.array([5.5])
+    assert b.asnumpy().tolist() == [[0, 7, 0], [0, 0, 5.5]]
+    c = mx.nd.zeros(1)
+    c[0] = np.array([47.844944], dtype=np.float32)
+    assert c.asnumpy()[0] == np.float32(47.844944)
+
+
+def test_value_of_another_size_into_one_element_still_raises():
+    b = mx.nd.zeros((2, 3))
+    with pytest.raises(ValueError, match="cannot assign"):
+        b[0, 1] = np.array([1, 2])
+
+
+def test_flatten_copies_unless_inplace():
+    t = (mx.nd.arange(30) + 1).reshape(2, 3, 5)
+    copy, view = t.flatten(), t.flatten(inplace=True)
+    t[0] = -1
+    assert copy.shape == view.shape == (2, 15)
+    assert copy.asnumpy()[0, 0] == 1 and view.asnumpy()[0, 0] == -1
+
+
+@pytest.mark.parametrize("spec,kw,shape", [
+    ((-2,), {}, (2, 3, 5)), ((-3, -1), {}, (6, 5)), ((0, -3), {}, (2, 15)),
+    ((-4, 1, 2, -2), {}, (1, 2, 3, 5)), ((2, -4, -1, 3, -2), {}, (2, 1, 3, 5)),
+    ((-1, 0), {}, (10, 3)), ((-1, 0), {"reverse": True}, (6, 5))])
+def test_reshape_special_dims_as_mxnet(spec, kw, shape):
+    t = mx.nd.arange(30).reshape(2, 3, 5)
+    r = t.reshape(*spec, **kw)
+    assert r.shape == shape
+    assert r.asnumpy().reshape(-1).tolist() == list(range(30))
+
+
+def test_reshape_to_another_size_raises_value_error():
+    with pytest.raises(ValueError, match="cannot reshape"):
+        mx.nd.arange(30).reshape(2, 3)
+
+
+def test_creation_functions_write_into_out():
+    out = mx.nd.full((2, 2), 9)
+    assert mx.nd.ones((2, 2), out=out) is out and np.all(out.asnumpy() == 1)
+    assert mx.nd.zeros((2, 2), out=out) is out and np.all(out.asnumpy() == 0)
+    assert mx.nd.eye(3, 4, 1).asnumpy().tolist() == np.eye(3, 4, 1).tolist()
+
+
+def test_load_frombuffer_is_in_nd(tmp_path):
+    f = tmp_path / "b.params"
+    mx.nd.save(str(f), {"x": mx.nd.array([1, 2])})
+    assert mx.nd.load_frombuffer(f.read_bytes())["x"].asnumpy().tolist() == [1, 2]
+
+
+def test_pickle_state_is_mxnets_raw_bytes():
+    import pickle
+    a = mx.nd.array([[1, 2]], ctx=mx.cpu(2))
+    state = a.__getstate__()
+    assert set(state) == {"handle"} and bytes(state["handle"][:4]) == b"\xc9\xfa\x93\xf9"
+    b = pickle.loads(pickle.dumps(a))
+    assert b.context == mx.cpu(2) and b.asnumpy().tolist() == [[1, 2]]
+
+
+def test_unpickling_a_gpu_array_without_a_gpu_lands_on_the_cpu():
+    # MXNet's state of mx.nd.arange(1, ctx=mx.gpu()) (its own test's bytes)
+    state = {"handle": bytearray(
+        b"\xc9\xfa\x93\xf9\x00\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00"
+        b"\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")}
+    a = mx.nd.arange(1)
+    a.__setstate__(state)
+    if mx.context.num_gpus() == 0:
+        assert a.context == mx.cpu(0)
+    assert a.asnumpy().tolist() == [0.0]
+
+
+def test_random_seed_repeats_the_draws():
+    mx.random.seed(7)
+    a = mx.nd.random.uniform(-1, 1, shape=(3,))
+    mx.random.seed(7)
+    b = mx.random.uniform(-1, 1, shape=(3,))
+    assert a.asnumpy().tolist() == b.asnumpy().tolist()
+    assert a.dtype is np.float32 and np.all(np.abs(a.asnumpy()) <= 1)
+    n = mx.random.normal(0, 1, shape=(2, 2), dtype="float64")
+    assert n.dtype is np.float64 and n.shape == (2, 2)
+    out = mx.nd.zeros((4,))
+    assert mx.random.randint(0, 3, out=out) is out
+    assert set(out.asnumpy().tolist()) <= {0, 1, 2}

@@ -244,3 +244,33 @@ def test_float16_without_multi_precision_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         opt.create_state_multi_precision(1, mx.nd.zeros((2,)))
+
+
+def test_lamb_updates_a_list_of_keys_as_one_by_one():
+    rs = np.random.RandomState(3)
+    ws = [rs.uniform(-1, 1, (4, 3)) for _ in range(3)]
+    gs = [rs.uniform(-1, 1, (4, 3)) for _ in range(3)]
+    kwargs = dict(learning_rate=0.01, wd=0.01, clip_gradient=0.5, lower_bound=0.1)
+    together, alone = mx.optimizer.LAMB(**kwargs), mx.optimizer.LAMB(**kwargs)
+    w1 = [mx.nd.array(w) for w in ws]
+    w2 = [mx.nd.array(w) for w in ws]
+    st1 = [together.create_state(i, w) for i, w in enumerate(w1)]
+    st2 = [alone.create_state(i, w) for i, w in enumerate(w2)]
+    for _ in range(2):
+        together.update([0, 1, 2], w1, [mx.nd.array(g) for g in gs], st1)
+        for i in range(3):
+            alone.update(i, w2[i], mx.nd.array(gs[i]), st2[i])
+    for a, b in zip(w1, w2):
+        np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-6)
+
+
+def test_lamb_multi_precision_keeps_its_master_copy_current():
+    opt = mx.optimizer.LAMB(learning_rate=0.1, multi_precision=True)
+    w = mx.nd.ones((3,), dtype="float16")
+    state = opt.create_state_multi_precision(0, w)
+    for _ in range(2):
+        opt.update_multi_precision(0, w, mx.nd.ones((3,), dtype="float16"), state)
+    master = state[0]
+    assert master.dtype is np.float32
+    np.testing.assert_allclose(w.asnumpy().astype(np.float32), master.asnumpy(), rtol=1e-3)
+    assert np.all(master.asnumpy() < 0.95)  # two steps taken, not one

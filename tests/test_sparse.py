@@ -328,3 +328,50 @@ def test_dense_copyto_row_sparse_destination_keeps_nonzero_rows():
 def test_nd_empty_with_row_sparse_stype():
     a = nd.empty((3, 2), stype="row_sparse")
     assert a.stype == "row_sparse" and a.indices.shape == (0,)
+
+
+# ---------------------------------------------------------------- MXNet details (issue 7)
+
+def test_row_sparse_array_refuses_a_shape_that_contradicts_the_source():
+    with pytest.raises(ValueError, match="Shape mismatch"):
+        mx.nd.sparse.row_sparse_array(mx.nd.ones((3, 4)), shape=(4, 4))
+    with pytest.raises(ValueError, match="Shape mismatch"):
+        mx.nd.sparse.row_sparse_array((2, 2), shape=(3, 2))
+    with pytest.raises(ValueError, match="Shape mismatch"):
+        mx.nd.sparse.row_sparse_array(np.ones((3, 4)), shape=(3, 5))
+
+
+def test_row_sparse_array_from_lists_of_lists():
+    r = mx.nd.sparse.row_sparse_array([[1, 2], [0, 0], [3, 4]])
+    assert r.dtype is np.float32 and r.indices.asnumpy().tolist() == [0, 2]
+    assert r.asnumpy().tolist() == [[1, 2], [0, 0], [3, 4]]
+
+
+def test_row_sparse_array_from_a_shape_of_three_dims():
+    assert mx.nd.sparse.row_sparse_array((2, 3, 4)).shape == (2, 3, 4)
+
+
+def test_assigning_a_scalar_to_a_row_sparse_array_stores_every_row():
+    r = mx.nd.sparse.zeros("row_sparse", (3, 2))
+    r[:] = 2
+    assert r.indices.asnumpy().tolist() == [0, 1, 2] and np.all(r.asnumpy() == 2)
+
+
+def test_retain_refuses_unknown_arguments():
+    with pytest.raises(mx.MXNetError, match="invalid_arg"):
+        mx.nd.sparse.retain(mx.nd.ones((2, 2)), invalid_arg="garbage")
+
+
+def test_scalar_ops_keep_row_sparse_when_zero_rows_stay_zero():
+    r = mx.nd.sparse.row_sparse_array(([[1.0, 2.0]], [1]), shape=(3, 2))
+    assert (r == 1).stype == "row_sparse" and (r == 0).stype == "default"
+    assert (r + 0).stype == "row_sparse" and (r + 1).stype == "default"
+    assert (r == 1).asnumpy().tolist() == [[0, 0], [1, 0], [0, 0]]
+    assert (r + 1).asnumpy().tolist() == [[1, 1], [2, 3], [1, 1]]
+
+
+def test_row_sparse_operands_of_broadcastable_shapes_fall_back_to_dense():
+    a = mx.nd.array([[1, 2], [3, 4], [5, 6]]).tostype("row_sparse")
+    b = mx.nd.array([[1, 1]]).tostype("row_sparse")
+    assert (a + b).asnumpy().tolist() == [[2, 3], [4, 5], [6, 7]]
+    assert a.T.asnumpy().tolist() == [[1, 3, 5], [2, 4, 6]]

@@ -88,6 +88,12 @@ CASES = [
     _case("adamax_wd", "adamax", {"learning_rate": 0.01, "wd": 0.01}),
     _case("nadam_wd", "nadam", {"learning_rate": 0.01, "wd": 0.01}),
     _case("dcasgd_nomomentum_wd", "dcasgd", {"learning_rate": 0.1, "wd": 0.01, "lamda": 0.5}),
+    _case("lamb_wd_clip_bounds", "lamb",
+          {"learning_rate": 0.01, "wd": 0.01, "clip_gradient": 0.4, "rescale_grad": 0.8,
+           "lower_bound": 0.5, "upper_bound": 2.0}),
+    _case("lamb_no_bias_correction", "lamb",
+          {"learning_rate": 0.02, "wd": 0.03, "bias_correction": False}),
+    _case("lamb_float64", "lamb", {"learning_rate": 0.01, "wd": 0.01}, dtype="float64"),
 ]
 
 

@@ -15,8 +15,9 @@ from . import kvstore as kv
 from . import ndarray as nd
 from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu
+from .ndarray import random
 
 __all__ = [
     "MXNetError", "Context", "cpu", "gpu", "cpu_pinned", "current_context",
-    "nd", "ndarray", "kv", "kvstore", "optimizer", "lr_scheduler", "base", "context",
+    "nd", "ndarray", "kv", "kvstore", "optimizer", "lr_scheduler", "base", "context", "random",
 ]

@@ -6,11 +6,12 @@ copied or shared.
 """
 from __future__ import annotations
 
-from . import creation, io, ndarray, ops, sparse
+from . import creation, io, ndarray, ops, random, sparse
 from .creation import (
     arange,
     array,
     empty,
+    eye,
     full,
     ones,
     ones_like,
@@ -32,6 +33,7 @@ from .ops import (
     minimum,
     negative,
     norm,
+    power,
     sign,
     sqrt,
     square,
@@ -58,6 +60,7 @@ __all__ = [
     "concatenate",
     "elemwise_add",
     "empty",
+    "eye",
     "full",
     "io",
     "load",
@@ -70,6 +73,8 @@ __all__ = [
     "ones",
     "ones_like",
     "ops",
+    "power",
+    "random",
     "row_sparse_array",
     "save",
     "sign",

@@ -18,7 +18,7 @@ from ._util import (
 )
 from .ndarray import NDArray, _ctx_arg, _scalar_for
 
-__all__ = ["arange", "array", "empty", "from_xp", "full", "ones", "ones_like", "zeros",
+__all__ = ["arange", "array", "empty", "eye", "from_xp", "full", "ones", "ones_like", "zeros",
            "zeros_like"]
 
 
@@ -72,17 +72,33 @@ def _filled(shape: Any, ctx: Any, dtype: Any, fill: Any) -> NDArray:
 
 
 def zeros(shape: Any, ctx: Context | None = None, dtype: Any = None,
-          stype: str | None = None, **kwargs: Any) -> NDArray:
-    """An array of zeros; ``stype='row_sparse'`` gives an empty RowSparseNDArray."""
+          stype: str | None = None, out: NDArray | None = None, **kwargs: Any) -> NDArray:
+    """An array of zeros; ``stype='row_sparse'`` gives an empty RowSparseNDArray.
+    With ``out``, zeros are written into it instead."""
+    if out is not None:
+        out[:] = 0
+        return out
     if stype not in (None, "default"):
         from . import sparse
         return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
     return _filled(shape, ctx, dtype, 0)
 
 
-def ones(shape: Any, ctx: Context | None = None, dtype: Any = None, **kwargs: Any) -> NDArray:
-    """An array of ones."""
+def ones(shape: Any, ctx: Context | None = None, dtype: Any = None,
+         out: NDArray | None = None, **kwargs: Any) -> NDArray:
+    """An array of ones (written into ``out`` when given)."""
+    if out is not None:
+        out[:] = 1
+        return out
     return _filled(shape, ctx, dtype, 1)
+
+
+def eye(N: int, M: int = 0, k: int = 0, ctx: Context | None = None, dtype: Any = None,
+        **kwargs: Any) -> NDArray:
+    """A 2-D array with ones on diagonal ``k`` and zeros elsewhere (``M=0``: square)."""
+    ctx = _ctx_arg(ctx)
+    host = np.eye(int(N), int(M) if M else None, int(k), dtype=normalize_dtype(dtype))
+    return NDArray(host if ctx.device_typeid != 2 else to_device(host, ctx), ctx)
 
 
 def empty(shape: Any, ctx: Context | None = None, dtype: Any = None,

@@ -272,43 +272,33 @@ class NDArray:
 
     # ------------------------------------------------------------------ shape
     def reshape(self, *shape: Any, **kwargs: Any) -> NDArray:
-        """A view with a new shape; ``-1`` infers one dim, ``0`` keeps the input's dim."""
+        """A view with a new shape, as MXNet's ``reshape``.
+
+        Special dims: ``0`` copies the input's dim, ``-1`` infers one dim,
+        ``-2`` copies all remaining input dims, ``-3`` merges two input dims,
+        ``-4, a, b`` splits an input dim in two (one of them may be -1).
+        ``reverse=True`` matches the special dims from the right.
+        """
+        reverse = bool(kwargs.pop("reverse", False))
         if "shape" in kwargs:
             shape = kwargs.pop("shape")
         elif len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = shape[0]
         if kwargs:
-            raise MXNetTypeError(f"reshape got unexpected arguments {sorted(kwargs)}")
-        dims = []
-        for i, d in enumerate(shape):
-            d = int(d)
-            if d == 0:
-                if i >= self.ndim:
-                    raise MXNetValueError(f"reshape {self.shape} to {tuple(shape)}: dim {i} "
-                                          f"is 0 (keep) but the input has {self.ndim} dims")
-                d = self.shape[i]
-            elif d < -1:
-                raise MXNetValueError(f"reshape {self.shape} to {tuple(shape)}: only -1 and 0 "
-                                      f"are special dims")
-            dims.append(d)
-        if dims.count(-1) > 1:
-            raise MXNetValueError(f"reshape {self.shape} to {tuple(shape)}: one and only one "
-                                  f"dim can be inferred")
-        if -1 in dims:
-            known = int(np.prod([d for d in dims if d != -1]))
-            if known == 0 or self.size % known:
-                raise MXNetValueError(f"cannot reshape an array of shape {self.shape} "
-                                      f"into shape {tuple(shape)}")
-            dims[dims.index(-1)] = self.size // known
+            raise MXNetTypeError(f"reshape got unexpected arguments {sorted(kwargs)}; "
+                                 f"accepted are 'shape' and 'reverse'")
+        dims = _infer_reshape(tuple(int(d) for d in shape), self.shape, reverse)
         if int(np.prod(dims)) != self.size:
             raise MXNetValueError(f"cannot reshape an array of shape {self.shape} "
                                   f"into shape {tuple(shape)}")
-        return NDArray(self._array.reshape(tuple(dims)), self._ctx)
+        return NDArray(self._array.reshape(dims), self._ctx)
 
-    def flatten(self) -> NDArray:
-        """Collapse all but the first axis (as MXNet's ``flatten``): shape (n, rest)."""
+    def flatten(self, inplace: bool = False) -> NDArray:
+        """Collapse all but the first axis: shape ``(n, rest)``. A copy, or with
+        ``inplace=True`` a view sharing this array's memory (as MXNet)."""
         first = self.shape[0] if self.ndim else 1
-        return self.reshape((first, -1) if first else (0, 0))
+        view = self.reshape((first, -1) if first else (0, 0))
+        return view if inplace else view.copy()
 
     # ------------------------------------------------------------------ indexing
     def _index(self, key: Any) -> Any:
@@ -365,7 +355,7 @@ class NDArray:
                     copy_into(self._array, src)
                 else:
                     before_write(self._array)
-                    self._array[idx] = src
+                    self._array[idx] = _fit(src, self._array, idx)
             except IndexError as exc:
                 raise MXNetIndexError(f"{exc} (NDArray of shape {self.shape})") from None
             except ValueError as exc:
@@ -491,6 +481,87 @@ class NDArray:
     def clip(self, a_min: float, a_max: float) -> NDArray:
         from . import ops
         return ops.clip(self, a_min, a_max)
+
+
+def _fit(src: Any, dst: Any, idx: Any) -> Any:
+    """``src`` shaped for ``dst[idx] = src``: as MXNet, a value with as many
+    elements as the target (``b[0, 1] = nd.array([7])``) is reshaped to it
+    when it would not broadcast."""
+    if isinstance(src, (int, float, np.generic)) or not hasattr(src, "shape"):
+        return src
+    target = dst[idx].shape
+    if src.shape == target:
+        return src
+    try:
+        if np.broadcast_shapes(src.shape, target) == target:
+            return src
+    except ValueError:
+        pass
+    if src.size == int(np.prod(target)):
+        return src.reshape(target)
+    return src  # numpy's own error follows
+
+
+def _infer_reshape(spec: tuple, src: tuple, reverse: bool) -> tuple:
+    """The output shape of MXNet's reshape ``spec`` (special dims 0, -1..-4) on ``src``."""
+    def bad(why: str) -> MXNetValueError:
+        return MXNetValueError(f"reshape {src} to {spec}: {why}")
+
+    if reverse:
+        spec, src = spec[::-1], src[::-1]
+    out: list = []
+    at = 0  # the next input dim
+    infer = -1
+    i = 0
+    while i < len(spec):
+        d = spec[i]
+        if d == 0:
+            if at >= len(src):
+                raise bad(f"dim {i} is 0 (copy) but the input has only {len(src)} dims")
+            out.append(src[at])
+            at += 1
+        elif d == -1:
+            if infer >= 0:
+                raise bad("one and only one dim can be inferred")
+            infer = len(out)
+            out.append(1)
+            at += 1
+        elif d == -2:
+            out.extend(src[at:])
+            at = len(src)
+        elif d == -3:
+            if at + 1 >= len(src):
+                raise bad("-3 needs two more input dims")
+            out.append(src[at] * src[at + 1])
+            at += 2
+        elif d == -4:
+            if i + 2 >= len(spec) or at >= len(src):
+                raise bad("-4 needs an input dim and two output dims after it")
+            d0, d1, d2 = src[at], spec[i + 1], spec[i + 2]
+            if d1 == -1 and d2 == -1:
+                raise bad("split dims cannot both be -1")
+            if d1 == -1:
+                d1 = d0 // d2 if d2 else 0
+            if d2 == -1:
+                d2 = d0 // d1 if d1 else 0
+            if d1 * d2 != d0:
+                raise bad(f"split dims {d1}, {d2} do not divide input dim {d0}")
+            out.extend((d1, d2))
+            at += 1
+            i += 2
+        elif d > 0:
+            out.append(d)
+            at += 1
+        else:
+            raise bad(f"{d} is not a valid dim (special dims are 0, -1, -2, -3, -4)")
+        i += 1
+    if infer >= 0:
+        known = int(np.prod(out))
+        total = int(np.prod(src))
+        if known == 0 or total % known:
+            raise bad("the inferred dim does not divide the size")
+        out[infer] = total // known
+    return tuple(out[::-1] if reverse else out)
 
 
 def _key_str(key: Any) -> str:

@@ -31,6 +31,7 @@ __all__ = [
     "minimum",
     "negative",
     "norm",
+    "power",
     "sign",
     "sqrt",
     "square",
@@ -151,6 +152,14 @@ def maximum(lhs: Any, rhs: Any, out: NDArray | None = None) -> Any:
 def minimum(lhs: Any, rhs: Any, out: NDArray | None = None) -> Any:
     """Elementwise minimum of arrays and/or scalars (broadcasting)."""
     return _binary_fn(lhs, rhs, "minimum", out)
+
+
+def power(base: Any, exp: Any, out: NDArray | None = None) -> Any:
+    """``base ** exp`` elementwise (arrays and/or scalars; two scalars give a scalar)."""
+    if not isinstance(base, NDArray) and not isinstance(exp, NDArray):
+        return base ** exp
+    res = base ** exp
+    return res if out is None else _finish(res._array, res, out)
 
 
 def elemwise_add(lhs: NDArray, rhs: NDArray, out: NDArray | None = None) -> NDArray:

@@ -107,6 +107,8 @@ class RowSparseNDArray(NDArray):
     def stype(self) -> str:
         return "row_sparse"
 
+    _num_aux = 1  # one auxiliary array, the indices (MXNet's attribute)
+
     @property
     def size(self) -> int:
         return int(np.prod(self._shape))
@@ -224,13 +226,21 @@ class RowSparseNDArray(NDArray):
         if isinstance(value, RowSparseNDArray):
             value.copyto(self)
             return
+        if isinstance(value, numeric_types) and not isinstance(value, np.ndarray):
+            # as MXNet: every row is stored, holding the value (zero included)
+            xp = self._xp()
+            n = self._shape[0]
+            with device_scope(self._ctx):
+                self._data = xp.full(self._shape, value, dtype=self._data.dtype)
+                self._indices = xp.arange(n, dtype=np.int64)
+            return
         if isinstance(value, NDArray):
             src = value
         elif isinstance(value, (np.ndarray, list, tuple)):
             src = NDArray(np.ascontiguousarray(value, dtype=self._data.dtype), None)
         else:
             raise MXNetTypeError(f"RowSparseNDArray[:] = {type(value).__name__} is not "
-                                 f"supported: assign an NDArray or a numpy array")
+                                 f"supported: assign an NDArray, a numpy array or a scalar")
         if src.shape != self._shape:
             raise MXNetValueError(f"cannot assign a value of shape {src.shape} to a "
                                   f"row_sparse array of shape {self._shape}")
@@ -241,10 +251,12 @@ class RowSparseNDArray(NDArray):
     def _binary(self, other: Any, name: str, reverse: bool = False,
                 inplace: bool = False) -> NDArray:
         res = None
-        if isinstance(other, RowSparseNDArray) and name in ("add", "subtract"):
+        if isinstance(other, RowSparseNDArray) and name in ("add", "subtract") and \
+                other.shape == self._shape:
             res = _rsp_add(self, other, name, reverse)
-        elif isinstance(other, numeric_types) and not isinstance(other, np.ndarray) and (
-                name == "multiply" or (name == "divide" and not reverse)):
+        elif isinstance(other, numeric_types) and not isinstance(other, np.ndarray) and \
+                self._keeps_zero(other, name, reverse):
+            # the rows not stored stay zero: the result is row_sparse on the same rows
             data = NDArray(self._data, self._ctx)._binary(other, name, reverse)
             res = RowSparseNDArray(data._array, to_device(self._indices, self._ctx),
                                    self._shape, self._ctx)
@@ -263,8 +275,18 @@ class RowSparseNDArray(NDArray):
             return self
         return res
 
+    def _keeps_zero(self, scalar: Any, name: str, reverse: bool) -> bool:
+        """Whether ``0 <op> scalar`` (or ``scalar <op> 0``) is 0 in this dtype."""
+        zero = NDArray(np.zeros(1, dtype=self._data.dtype), None)
+        return not bool(zero._binary(scalar, name, reverse)._array[0])
+
     def __neg__(self) -> RowSparseNDArray:
         return self._binary(-1, "multiply")
+
+    @property
+    def T(self) -> NDArray:
+        """The transpose, dense (as MXNet's storage fallback)."""
+        return self.tostype("default").T
 
 
 def _host_copy(arr: Any) -> np.ndarray:
@@ -382,27 +404,34 @@ def _host_or_xp(src: Any, dtype: np.dtype | None) -> Any:
             from None
 
 
+def _check_shape(got: tuple, shape: Any) -> None:
+    """MXNet's rule: an explicit ``shape`` must equal the one the source has."""
+    if shape is not None and tuple(int(d) for d in got) != normalize_shape(shape):
+        raise MXNetValueError(f"Shape mismatch detected. {tuple(got)} v.s. {tuple(shape)}")
+
+
 def row_sparse_array(arg1: Any, shape: Any = None, ctx: Context | None = None,
                      dtype: Any = None) -> RowSparseNDArray:
     """Create a RowSparseNDArray (copies its sources).
 
     ``arg1`` is ``(data, indices)``; a shape tuple (an empty array); a
-    RowSparseNDArray; or a dense NDArray/numpy array (its nonzero rows kept).
+    RowSparseNDArray; or a dense source (NDArray, numpy array, nested lists;
+    its nonzero rows are kept). A ``shape`` that contradicts the source's
+    raises ValueError, as MXNet.
 
     >>> a = mx.nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [1, 3]), shape=(5, 2))
     >>> a.indices.asnumpy()
     array([1, 3])
     """
     ctx = _ctx_arg(ctx)
-    if isinstance(arg1, RowSparseNDArray):
-        out = arg1.copyto(ctx)
-        return out if dtype is None else out.astype(dtype, copy=False)
     if isinstance(arg1, tuple):
-        if arg1 and all(isinstance(d, (int, np.integer)) for d in arg1):
+        is_shape = all(isinstance(d, (int, np.integer)) for d in arg1)
+        if len(arg1) < 2 or (len(arg1) > 2 and not is_shape):
+            raise MXNetValueError(f"Unexpected length of input tuple: {len(arg1)} (expected "
+                                  "(data, indices) or a shape)")
+        if is_shape:
+            _check_shape(arg1, shape)
             return zeros("row_sparse", arg1, ctx=ctx, dtype=dtype)
-        if len(arg1) != 2:
-            raise MXNetValueError(f"Unexpected length of input tuple: {len(arg1)} "
-                                  f"(expected (data, indices))")
         src_data, src_idx = arg1
         dt = _source_dtype(src_data, dtype)
         data = _host_or_xp(src_data, dt)
@@ -423,22 +452,41 @@ def row_sparse_array(arg1: Any, shape: Any = None, ctx: Context | None = None,
                                shape, ctx)
         out.check_format()
         return out
+    if isinstance(arg1, RowSparseNDArray):
+        _check_shape(arg1.shape, shape)
+        out = arg1.copyto(ctx)
+        return out if dtype is None else out.astype(dtype, copy=False)
     if isinstance(arg1, NDArray):
+        _check_shape(arg1.shape, shape)
         dense = arg1 if arg1.context == ctx else arg1.copyto(ctx)
         return dense_to_rsp(dense, _source_dtype(arg1, dtype))
-    if is_host(arg1) or hasattr(arg1, "__cuda_array_interface__"):
-        dt = _source_dtype(arg1, dtype)
-        return dense_to_rsp(NDArray(to_device(arg1, ctx, dt), ctx))
-    raise MXNetTypeError(f"row_sparse_array does not accept {type(arg1).__name__}: pass "
-                         f"(data, indices), a shape, or a dense array")
+    dt = _source_dtype(arg1, dtype)
+    try:
+        host = arg1 if is_host(arg1) or hasattr(arg1, "__cuda_array_interface__") else \
+            np.asarray(arg1, dtype=dt)
+    except (TypeError, ValueError) as exc:
+        raise MXNetTypeError(f"row_sparse_array does not accept {type(arg1).__name__}: pass "
+                             f"(data, indices), a shape, or a dense array ({exc})") from None
+    _check_shape(host.shape, shape)
+    return dense_to_rsp(NDArray(to_device(host, ctx, dt), ctx))
 
 
-def retain(data: NDArray, indices: Any) -> RowSparseNDArray:
+def retain(data: NDArray, indices: Any = None, out: NDArray | None = None,
+           **kwargs: Any) -> RowSparseNDArray:
     """The rows ``indices`` of ``data`` (row_sparse or dense), as a RowSparseNDArray.
 
     The result stores exactly the requested rows, sorted and unique; a row
     ``data`` does not store comes back as zeros (as MXNet's ``sparse_retain``).
+    With ``out`` the result is copied into it. Unknown keyword arguments raise
+    MXNetError, as MXNet's operator does.
     """
+    if out is not None:
+        return retain(data, indices, **kwargs).copyto(out)
+    if kwargs:
+        raise MXNetError(f"retain got unexpected arguments {sorted(kwargs)}; it takes "
+                         "data and indices")
+    if indices is None:
+        raise MXNetError("retain needs indices (the row ids to keep)")
     if not isinstance(data, NDArray):
         raise MXNetTypeError(f"retain expects an NDArray, got {type(data).__name__}")
     ctx = data._ctx

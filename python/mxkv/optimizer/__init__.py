@@ -19,6 +19,7 @@ from .adamax import Adamax
 from .dcasgd import DCASGD
 from .ftml import FTML
 from .ftrl import Ftrl
+from .lamb import LAMB
 from .nadam import Nadam
 from .nag import NAG
 from .optimizer import Optimizer, create, register
@@ -32,6 +33,7 @@ from .updater import Updater, get_updater
 __all__ = [
     "DCASGD",
     "FTML",
+    "LAMB",
     "NAG",
     "SGD",
     "SGLD",

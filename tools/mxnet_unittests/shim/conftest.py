@@ -3,7 +3,7 @@
 ``mxnet`` and the submodules those tests import become thin aliases of
 mxkv's modules, plus the few names they import that mxkv does not define
 (``py_str``, ``mx_real_t``, ``py_slice``...). Parts of MXNet that mxkv does
-not claim (symbols, autograd, gluon, runtime features, the random module)
+not claim (symbols, autograd, gluon, runtime features, io, contrib)
 are modules whose attributes raise :class:`NotClaimed`, so a test reaching
 for one fails with a message saying so. ``nose.tools`` maps onto pytest.
 """
@@ -56,7 +56,7 @@ def _install() -> None:
             raise NotClaimed("csr storage is not part of mxkv")
 
     mods = {}
-    for sub in ("autograd", "gluon", "runtime", "symbol", "sym", "random", "io", "module",
+    for sub in ("autograd", "gluon", "runtime", "symbol", "sym", "io", "module",
                 "metric", "initializer", "contrib", "numpy", "np", "npx"):
         mods[f"mxnet.{sub}"] = _Unclaimed(f"mxnet.{sub}")
     mods["mxnet.base"] = _Alias("mxnet.base", mxkv.base, py_str=lambda x: x.decode("utf-8"),
@@ -70,15 +70,16 @@ def _install() -> None:
     mods["mxnet.ndarray"] = _Alias("mxnet.ndarray", mxkv.ndarray,
                                    sparse=mods["mxnet.ndarray.sparse"],
                                    ndarray=mods["mxnet.ndarray.ndarray"],
-                                   random=mods["mxnet.random"],
+                                   random=mxkv.ndarray.random,
                                    contrib=mods["mxnet.contrib"])
-    for sub in ("kvstore", "optimizer", "lr_scheduler", "context"):
+    for sub in ("kvstore", "optimizer", "lr_scheduler", "context", "random"):
         mods[f"mxnet.{sub}"] = getattr(mxkv, sub)
     subs = {k.split(".", 1)[1]: v for k, v in mods.items() if k.count(".") == 1}
     top = _Alias("mxnet", mxkv, nd=mods["mxnet.ndarray"], kv=mxkv.kvstore, **subs)
     top.__path__ = []  # a package, so `import mxnet.x` consults sys.modules
     sys.modules["mxnet"] = top
     sys.modules.update(mods)
+    sys.modules["mxnet.ndarray.random"] = mxkv.ndarray.random
     sys.path.insert(0, _HERE)
     import mxnet_test_utils
     import nose_tools

@@ -1,0 +1,95 @@
+"""Random arrays (``mx.random`` / ``mx.nd.random``): seed, uniform, normal,
+randn, randint, drawn from the array module's global generator.
+
+CPU contexts draw from ``numpy.random`` and GPUs from ``cupy.random``, so
+``mx.random.seed(n)`` also fixes what the optimizers that add noise (SGLD)
+draw. The streams are numpy's and CuPy's, not MXNet's: the same seed gives
+other numbers than MXNet does.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from ..context import Context
+from ._util import MXNetTypeError, MXNetValueError, normalize_dtype, normalize_shape
+from .ndarray import NDArray, _ctx_arg
+
+__all__ = ["gamma", "normal", "randint", "randn", "seed", "uniform"]
+
+
+def seed(seed_state: int, ctx: Any = "all") -> None:
+    """Seed the generators: numpy's, and CuPy's when it is loaded (``ctx='all'``)
+    or when ``ctx`` is a GPU context."""
+    if not isinstance(seed_state, (int, np.integer)) or isinstance(seed_state, bool):
+        raise MXNetValueError(f"seed_state must be an int, got {type(seed_state).__name__}")
+    value = int(seed_state) % (2 ** 32)
+    gpu = ctx == "all" or (isinstance(ctx, Context) and ctx.is_gpu)
+    if ctx == "all" or not gpu:
+        np.random.seed(value)
+    if gpu:
+        import sys
+        cupy = sys.modules.get("cupy")
+        if cupy is not None:
+            cupy.random.seed(value)
+
+
+def _draw(kind: str, args: tuple, shape: Any, dtype: Any, ctx: Optional[Context],
+          out: Optional[NDArray]) -> NDArray:
+    if out is not None:
+        shape, dtype, ctx = out.shape, out.dtype, out.context
+    shape = normalize_shape(() if shape is None else shape)
+    dt = normalize_dtype(dtype)
+    if dt.kind != "f" and kind != "randint":
+        raise MXNetTypeError(f"random.{kind} draws floats, not {dt.name}")
+    ctx = _ctx_arg(ctx)
+    if ctx.is_gpu:
+        from ..context import xp_for
+        cp = xp_for(ctx)
+        with cp.cuda.Device(ctx.device_id):
+            arr = getattr(cp.random, kind)(*args, size=shape).astype(dt)
+    else:
+        arr = np.asarray(getattr(np.random, kind)(*args, size=shape)).astype(dt)
+    res = NDArray(arr, ctx)
+    if out is not None:
+        out[:] = res
+        return out
+    return res
+
+
+def uniform(low: float = 0, high: float = 1, shape: Any = None, dtype: Any = None,
+            ctx: Optional[Context] = None, out: Optional[NDArray] = None,
+            **kwargs: Any) -> NDArray:
+    """Samples from U[low, high) (float32 by default)."""
+    return _draw("uniform", (low, high), shape, dtype, ctx, out)
+
+
+def normal(loc: float = 0, scale: float = 1, shape: Any = None, dtype: Any = None,
+           ctx: Optional[Context] = None, out: Optional[NDArray] = None,
+           **kwargs: Any) -> NDArray:
+    """Samples from N(loc, scale**2) (float32 by default)."""
+    return _draw("normal", (loc, scale), shape, dtype, ctx, out)
+
+
+def gamma(alpha: float = 1, beta: float = 1, shape: Any = None, dtype: Any = None,
+          ctx: Optional[Context] = None, out: Optional[NDArray] = None,
+          **kwargs: Any) -> NDArray:
+    """Samples from a gamma distribution of shape ``alpha`` and scale ``beta``."""
+    return _draw("gamma", (alpha, beta), shape, dtype, ctx, out)
+
+
+def randn(*shape: int, loc: float = 0, scale: float = 1, dtype: Any = None,
+          ctx: Optional[Context] = None, **kwargs: Any) -> NDArray:
+    """Samples from N(loc, scale**2) of the given shape (``randn(2, 3)``)."""
+    return _draw("normal", (loc, scale), shape, dtype, ctx, None)
+
+
+def randint(low: int, high: int, shape: Any = None, dtype: Any = "int32",
+            ctx: Optional[Context] = None, out: Optional[NDArray] = None,
+            **kwargs: Any) -> NDArray:
+    """Integers drawn uniformly from [low, high) (int32 by default)."""
+    if high <= low:
+        raise MXNetValueError(f"randint: high ({high}) must be greater than low ({low})")
+    return _draw("randint", (low, high), shape, dtype, ctx, out)
+

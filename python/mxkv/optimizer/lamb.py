@@ -1,0 +1,133 @@
+"""LAMB, layer-wise adaptive moments (MXNet's ``lamb_update_phase1/2`` and
+``multi_lamb_update``)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..base import env
+from ._arrays import (
+    array_module,
+    clip_inplace,
+    dense_grad_copy,
+    dense_view,
+    on_weight_device,
+    scalars,
+    zeros_state,
+)
+from .optimizer import Optimizer, register
+
+__all__ = ["LAMB"]
+
+
+@register
+class LAMB(Optimizer):
+    """LAMB (You et al., https://arxiv.org/abs/1904.00962).
+
+    At step ``t`` of an index, with every coefficient in the weight's dtype
+    (float32 for a float16 weight under ``multi_precision``)::
+
+        g = clip(rescale_grad * grad, clip_gradient)
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g**2
+        m', v' = m / (1 - beta1**t), v / (1 - beta2**t)   (bias_correction)
+        u = m' / (sqrt(v') + epsilon) + wd * weight
+        r1 = clip(norm(weight), lower_bound, upper_bound);  r2 = norm(u)
+        weight -= lr * (r1 / r2 if r1 and r2 else 1) * u
+
+    Parameters
+    ----------
+    learning_rate : float, optional, default 0.001
+    beta1 : float, optional, default 0.9
+    beta2 : float, optional, default 0.999
+    epsilon : float, optional, default 1e-6
+    lower_bound, upper_bound : float, optional
+        Bounds for ``norm(weight)`` in the trust ratio (unset: unbounded).
+    bias_correction : bool, optional, default True
+    **kwargs
+        Passed to :class:`Optimizer`.
+
+    Notes
+    -----
+    The state is ``(mean, var)``; ``(weight32, (mean, var))`` for a float16
+    weight with ``multi_precision``. Lists of indices are updated together,
+    up to ``MXNET_OPTIMIZER_AGGREGATION_SIZE`` (default 45) at a time, as
+    MXNet's ``multi_lamb_update``; the result is the same as one by one.
+    The float32 master copy is updated too, also for a single index (MXNet's
+    single-index ``mp_lamb_update_phase2`` leaves it stale, so later steps
+    would start again from the first weights).
+    """
+
+    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-6, lower_bound: float | None = None,
+                 upper_bound: float | None = None, bias_correction: bool = True,
+                 **kwargs: Any) -> None:
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+        self.bias_correction = bias_correction
+        self.aggregate_num = max(1, min(45, env("MXNET_OPTIMIZER_AGGREGATION_SIZE", 45,
+                                                minimum=1)))
+
+    def create_state(self, index, weight):
+        return (zeros_state(weight), zeros_state(weight))
+
+    @on_weight_device
+    def _update_impl(self, indices, weights, grads, states, multi_precision=False):
+        if not isinstance(indices, (tuple, list)):
+            indices, weights, grads, states = [indices], [weights], [grads], [states]
+        for index, weight, grad, state in zip(indices, weights, grads, states):
+            self._update_count(index)
+            t = self._index_update_count[index]
+            lr, wd = self._get_lr(index), self._get_wd(index)
+            if multi_precision:
+                master, (mean, var) = state
+                self._step(dense_view(master), grad, mean, var, lr, wd, t)
+                dense_view(weight)[...] = dense_view(master, write=False)
+            else:
+                mean, var = state
+                self._step(dense_view(weight), grad, mean, var, lr, wd, t)
+
+    def _step(self, w: Any, grad: Any, mean: Any, var: Any, lr: float, wd: float,
+              t: int) -> None:
+        xp = array_module(w)
+        m, v = dense_view(mean), dense_view(var)
+        # MXNet's kernel parameters are float32 fields, cast to the weight's dtype
+        params = (self.beta1, self.beta2, self.epsilon, wd, lr, self.rescale_grad)
+        b1, b2, eps, wd_, lr_, rs = scalars(w, *(float(np.float32(p)) for p in params))
+        one = w.dtype.type(1)
+        g = dense_grad_copy(grad, w.dtype).reshape(w.shape)
+        g *= rs
+        clip = self.clip_gradient
+        clip_inplace(g, float(np.float32(clip)) if clip and clip >= 0 else None)
+        m *= b1
+        m += (one - b1) * g
+        v *= b2
+        v += (one - b2) * g * g
+        if self.bias_correction:
+            b1_t, b2_t = float(b1) ** t, float(b2) ** t
+            u = (m / (one - w.dtype.type(b1_t))) / (xp.sqrt(v / (one - w.dtype.type(b2_t))) + eps)
+        else:
+            u = m / (xp.sqrt(v) + eps)
+        u += wd_ * w
+        acc = np.float64 if w.dtype == np.float64 else np.float32  # as MXNet's norm
+        r1 = float(xp.sqrt(xp.sum(xp.square(w, dtype=acc))))
+        r2 = float(xp.sqrt(xp.sum(xp.square(u, dtype=acc))))
+        if self.lower_bound:
+            r1 = max(r1, float(self.lower_bound))
+        if self.upper_bound:
+            r1 = min(r1, float(self.upper_bound))
+        ratio = 1.0 if r1 == 0.0 or r2 == 0.0 else r1 / r2
+        w -= (lr_ * w.dtype.type(ratio)) * u
+
+    def update(self, index, weight, grad, state):
+        self._update_impl(index, weight, grad, state, multi_precision=False)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        first = weight[0] if isinstance(index, (tuple, list)) else weight
+        use_mp = self.multi_precision and first.dtype == np.float16
+        self._update_impl(index, weight, grad, state, multi_precision=use_mp)
