@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Regenerate tests/golden/parity.json with the real Apache MXNet 1.9.1
-# (`make golden`). Arguments are passed on to tools/mxnet_golden.py, e.g.
+# Regenerate every golden file from the real Apache MXNet 1.9.1 (`make golden`):
+#   tests/golden/parity.json          tools/mxnet_golden.py   (the parity scenarios)
+#   tests/golden/optimizers.json      tools/golden_optimizers.py
+#   tests/golden/compression.json     tools/golden_compression.py
+#   tests/golden/differential.json.gz tools/differential.py golden (60 seeds x 200 calls)
+# Arguments are passed on to tools/mxnet_golden.py, e.g.
 #   bash tools/mxnet-golden.sh --only 'push_sum_three_devices[local]'
+# (with --only nothing is written, and the other generators do not run).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="$(bash "$ROOT/tools/mxnet-venv.sh")"
 cd "$ROOT"
-exec "$PY" tools/mxnet_golden.py "$@"
+"$PY" tools/mxnet_golden.py "$@"
+case " $* " in *" --only "*) exit 0 ;; esac
+"$PY" tools/golden_optimizers.py
+"$PY" tools/golden_compression.py
+"$PY" tools/differential.py golden --seeds 60 --ops 200
