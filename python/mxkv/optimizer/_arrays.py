@@ -146,15 +146,16 @@ def clip_inplace(arr: Any, bound: float | None) -> Any:
 
 
 def scalars(w: Any, *values: float) -> tuple:
-    """``values`` as scalars of ``w``'s dtype.
+    """``values`` as scalars of ``w``'s dtype, the way MXNet's fused kernels see them.
 
-    MXNet's fused kernels cast every float parameter to the weight's type and
-    do their coefficient arithmetic (``1 - beta2``, ``lr * wd``) in it; with
-    these scalars numpy and cupy do the same. (``1 - 0.999`` is 1.3e-5 apart
-    in float32 and in float64.)
+    Their parameters are float32 fields (``lr``, ``wd``, ``beta1``...), cast
+    to the weight's type, and their coefficient arithmetic (``1 - beta2``,
+    ``lr * wd``) runs in that type; with these scalars numpy and cupy do the
+    same. (A float64 weight is updated with ``float32(0.1)``, not 0.1; and
+    ``1 - 0.999`` is 1.3e-5 apart in float32 and in float64.)
     """
     t = w.dtype.type
-    return tuple(t(v) for v in values)
+    return tuple(t(np.float32(v)) for v in values)
 
 
 def run_kernel(kernel: Callable, weight: Any, grad: Any, states: Sequence[Any],

@@ -96,9 +96,8 @@ class LAMB(Optimizer):
               t: int) -> None:
         xp = array_module(w)
         m, v = dense_view(mean), dense_view(var)
-        # MXNet's kernel parameters are float32 fields, cast to the weight's dtype
-        params = (self.beta1, self.beta2, self.epsilon, wd, lr, self.rescale_grad)
-        b1, b2, eps, wd_, lr_, rs = scalars(w, *(float(np.float32(p)) for p in params))
+        b1, b2, eps, wd_, lr_, rs = scalars(w, self.beta1, self.beta2, self.epsilon, wd, lr,
+                                            self.rescale_grad)
         one = w.dtype.type(1)
         g = dense_grad_copy(grad, w.dtype).reshape(w.shape)
         g *= rs

@@ -267,9 +267,10 @@ class Optimizer:
         return self._get_wds([index])[0]
 
     def _kernel_clip(self) -> float | None:
-        """The clip bound as MXNet's fused kernels apply it: none unless > 0."""
+        """The clip bound as MXNet's fused kernels apply it: none unless > 0, a
+        float32 parameter."""
         c = self.clip_gradient
-        return float(c) if c and c > 0 else None
+        return float(np.float32(c)) if c and c > 0 else None
 
     def _python_clip(self) -> float | None:
         """The clip bound as MXNet's Python-written optimizers apply it: unless None."""
