@@ -112,3 +112,25 @@ def test_parity(name, mx):
         assert_matches(actual, sc.mxkv_expected, f"{name} (deviation: {sc.deviation})")
     else:
         assert_matches(actual, golden, name)
+
+
+FILE_SCENARIOS = sorted(n for n, v in GOLDEN.get("scenarios", {}).items()
+                        if isinstance(v, dict) and "bytes" in v)
+
+
+def test_file_scenarios_are_recorded():
+    assert len(FILE_SCENARIOS) >= 4, f"file scenarios missing from the golden file: {REGENERATE}"
+
+
+@pytest.mark.parametrize("name", FILE_SCENARIOS)
+def test_files_written_by_mxnet_load_in_mxkv(name, mx):
+    """The bytes MXNet 1.9.1 wrote load in mxkv to what MXNet loaded from them."""
+    from parity.scenarios import describe, to_jsonable
+
+    rec = GOLDEN["scenarios"][name]
+    loaded = mx.nd.load_frombuffer(bytes.fromhex(rec["bytes"]))
+    if isinstance(loaded, dict):
+        got = {k: describe(v) for k, v in sorted(loaded.items())}
+    else:
+        got = [describe(v) for v in loaded]
+    assert_matches(to_jsonable(got), rec["loaded"], name)
