@@ -5,7 +5,8 @@
 * ``reduce_step`` (per row that asks for one): the best a push+pull of keys
   of the given sizes from k devices can do in plain numpy, one thread: for
   each key sum the k arrays into its stored buffer (k-1 adds, the first one
-  out-of-place), then for each key copy the buffer to k outputs. The driver
+  out-of-place), then for each key copy the buffer to k outputs. With one
+  device the push keeps the pushed array, so the floor is one copy per key. The driver
   times it interleaved with the row's repetitions, in the mxkv worker.
 
 Bandwidth is given two ways: ``gbps`` counts the memory traffic (STREAM's
@@ -56,6 +57,10 @@ def reduce_step(np: Any, sizes: List[int], k: int) -> Callable[[], None]:
     bufs = [np.empty(n, np.float32) for n in sizes]
 
     def push_pull() -> None:
+        if k == 1:  # one device: the push keeps the array, the pull copies it once
+            for src, out in zip(srcs, outs):
+                np.copyto(out[0], src[0])
+            return
         for src, buf in zip(srcs, bufs):
             np.add(src[0], src[1], out=buf)
             for s in src[2:]:

@@ -58,16 +58,15 @@ class KVStore(KVStoreBase):
         self._comm = create_comm(comm)
         self._store_ctx = cpu_pinned(0)  # MXNet's pinned_ctx_
         self._comm.store_ctx = self._store_ctx
-        self._data = StoredValues(self._store_ctx, self._copy_host)
+        reducer = self._comm.reducer  # (not a bound method: no cycle through the store)
+        self._data = StoredValues(self._store_ctx,
+                                  lambda dst, src: reducer.copy_to_all(src, [dst]))
         self._init_stype: Dict[Any, str] = {}
         self._order: Dict[Any, int] = {}
         self._key_is_str: Optional[bool] = None
         self._updater: Optional[Callable] = None
         self._compression: Optional[GradientCompression] = None
         self._barrier_before_exit = True
-
-    def _copy_host(self, dst: np.ndarray, src: np.ndarray) -> None:
-        self._comm.reducer.copy_to_all(src, [dst])
 
     # -- properties --------------------------------------------------------
     @property
@@ -384,8 +383,10 @@ class KVStore(KVStoreBase):
             # As MXNet's sparse_retain: exactly the requested rows, zero where
             # the stored value has none.
             stored = self._data[k]
-            data = np.zeros((ids.shape[0],) + tuple(stored.shape[1:]), stored._data.dtype)
             have = stored._indices
+            if not have.shape[0]:
+                ids = ids[:0]  # as MXNet: a value with no rows retains none
+            data = np.zeros((ids.shape[0],) + tuple(stored.shape[1:]), stored._data.dtype)
             if have.shape[0] and ids.shape[0]:
                 pos = np.minimum(np.searchsorted(have, ids), have.shape[0] - 1)
                 hit = have[pos] == ids

@@ -513,8 +513,10 @@ def retain(data: NDArray, indices: Any = None, out: NDArray | None = None,
                                       f"range for shape {shape}")
         if not isinstance(data, RowSparseNDArray):
             return RowSparseNDArray(xp.ascontiguousarray(data._array[ids]), ids, shape, ctx)
-        out = xp.zeros((ids.shape[0],) + shape[1:], dtype=data._data.dtype)
         have = data._indices
+        if not have.size:
+            ids = ids[:0]  # as MXNet: an array with no rows retains none
+        out = xp.zeros((ids.shape[0],) + shape[1:], dtype=data._data.dtype)
         if have.size and ids.size:
             pos = xp.searchsorted(have, ids)
             pos_c = xp.minimum(pos, have.shape[0] - 1)

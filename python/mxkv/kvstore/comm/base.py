@@ -104,7 +104,12 @@ class Comm:
         """Copy dense ``src`` into every dense ``dst``."""
         s = src._array
         if len(dsts) == 1:
-            copy_array(dsts[0]._array, s)
+            d = dsts[0]._array
+            if s.size >= self.reducer.bigarray_bound and type(d) is np.ndarray and \
+                    type(s) is np.ndarray and d.dtype == s.dtype:
+                self.reducer.copy_to_all(s, [d])  # a big copy: on the reducer's threads
+                return
+            copy_array(d, s)
             return
         host = [d._array for d in dsts
                 if isinstance(d._array, np.ndarray) and d._array.dtype == s.dtype]
