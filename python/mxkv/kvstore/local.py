@@ -22,13 +22,13 @@ import numpy as np
 from ..base import MXNetError
 from ..context import cpu_pinned
 from ..ndarray import NDArray
-from ..ndarray.cow import before_write
+from ..ndarray.cow import any_shared, before_write
 from ..ndarray.sparse import RowSparseNDArray
 from .base import KVStoreBase
 from .comm import create_comm
 from .compression import GradientCompression
 from .keys import flatten, group, key_name, pair_row_ids
-from .stored import StoredValues
+from .stored import SHARE_MIN_BYTES, StoredValues
 
 __all__ = ["KVStore"]
 
@@ -120,6 +120,8 @@ class KVStore(KVStoreBase):
         return sorted(keys)
 
     def _optimizer_updater(self) -> bool:
+        if self._updater is None:
+            return False
         from ..optimizer import Updater
 
         return isinstance(self._updater, Updater)
@@ -164,27 +166,22 @@ class KVStore(KVStoreBase):
         pairs, is_str = flatten(key, value, op)
         self._check_key_type(is_str, op, pairs)
         grouped = group(pairs)
+        stored_values = self._data.values
         optimizer = self._optimizer_updater()
         for k, vals in grouped.items():
-            stored = self._stored(k, op)
-            for v in vals:
-                self._check_shape(k, stored, v, op, "pushed")
-            if optimizer and len(vals) == 1 and type(vals[0]) is NDArray and \
-                    vals[0].dtype != stored.dtype:
-                # MXNet hands the optimizer this value as the gradient; its
-                # update fails inside the callback and is silently dropped.
-                raise MXNetError(
-                    f"{op}: key {key_name(k)} was pushed dtype {_dtype_name(vals[0])} but "
-                    f"holds dtype {_dtype_name(stored)}; the optimizer needs a gradient of "
-                    f"the weight's dtype (cast it with astype, or push from several devices)"
-                )
-            if isinstance(stored, RowSparseNDArray) and optimizer and \
-                    stored._indices.shape[0] != stored.shape[0]:
-                raise MXNetError(
-                    f"{op}: key {key_name(k)} holds {stored._indices.shape[0]} of its "
-                    f"{stored.shape[0]} rows; the optimizers update row_sparse weights only "
-                    "when all rows are present (init it with every row)"
-                )
+            stored = stored_values.get(k)
+            if stored is None:
+                stored = self._stored(k, op)
+            if type(stored) is NDArray:  # the common case, checked cheaply
+                shape = stored._array.shape
+                for v in vals:
+                    if type(v) is not NDArray or v._array.shape != shape:
+                        self._check_shape(k, stored, v, op, "pushed")
+            else:
+                for v in vals:
+                    self._check_shape(k, stored, v, op, "pushed")
+            if optimizer:
+                self._check_optimizer_push(k, stored, vals, op)
             if self._compression is not None and (
                     np.dtype(stored.dtype) != np.float32
                     or any(v.dtype != np.float32 for v in vals)):
@@ -195,10 +192,36 @@ class KVStore(KVStoreBase):
         self._comm.validate_push(grouped)
         return grouped
 
+    @staticmethod
+    def _check_optimizer_push(k: Any, stored: Any, vals: list, op: str) -> None:
+        if len(vals) == 1 and type(vals[0]) is NDArray and vals[0].dtype != stored.dtype:
+            # MXNet hands the optimizer this value as the gradient; its
+            # update fails inside the callback and is silently dropped.
+            raise MXNetError(
+                f"{op}: key {key_name(k)} was pushed dtype {_dtype_name(vals[0])} but "
+                f"holds dtype {_dtype_name(stored)}; the optimizer needs a gradient of "
+                f"the weight's dtype (cast it with astype, or push from several devices)"
+            )
+        if isinstance(stored, RowSparseNDArray) and \
+                stored._indices.shape[0] != stored.shape[0]:
+            raise MXNetError(
+                f"{op}: key {key_name(k)} holds {stored._indices.shape[0]} of its "
+                f"{stored.shape[0]} rows; the optimizers update row_sparse weights only "
+                "when all rows are present (init it with every row)"
+            )
+
     def _apply_push(self, grouped: dict) -> None:
+        stored_values, shared = self._data.values, self._data.shared_keys
+        reduce, no_updater = self._comm.reduce, self._updater is None
         for k in self._sorted_keys(grouped):
             vals = grouped[k]
-            stored = self._data[k]
+            stored = stored_values[k]
+            if no_updater and len(vals) == 1 and type(stored) is NDArray and \
+                    type(vals[0]) is NDArray and k not in shared:
+                a, s = vals[0]._array, stored._array
+                if a.dtype == s.dtype and a.nbytes < SHARE_MIN_BYTES:
+                    reduce(k, vals, out=stored)  # the common small case: one copy
+                    continue
             rows = isinstance(vals[0], RowSparseNDArray) or (
                 self._updater is None and self._init_stype[k] == "row_sparse")
             if self._updater is None:
@@ -269,26 +292,41 @@ class KVStore(KVStoreBase):
             raise MXNetError(f"{op}: out is required (the arrays to pull into)")
         pairs, is_str = flatten(key, out, op, what="out")
         self._check_key_type(is_str, op, pairs)
+        stored_values = self._data.values
         grouped: dict = {}
         for k, o in pairs:
-            stored = pending[k] if pending is not None and k in pending else self._stored(k, op)
-            if isinstance(o, RowSparseNDArray) and ignore_sparse:
+            stored = pending.get(k) if pending is not None else None
+            if stored is None:
+                stored = stored_values.get(k)
+                if stored is None:
+                    stored = self._stored(k, op)
+            if type(o) is NDArray and type(stored) is NDArray and \
+                    o._array.shape == stored._array.shape:
+                pass  # the common case, checked cheaply
+            elif isinstance(o, RowSparseNDArray) and ignore_sparse:
                 continue  # MXNet ignores row_sparse outs unless ignore_sparse=False
-            self._check_shape(k, stored, o, op, "pulled into")
-            grouped.setdefault(k, []).append(o)
+            else:
+                self._check_shape(k, stored, o, op, "pulled into")
+            lst = grouped.get(k)
+            if lst is None:
+                grouped[k] = [o]
+            else:
+                lst.append(o)
         return grouped
 
     def _apply_pull(self, grouped: dict) -> None:
+        stored_values, shared = self._data.values, self._data.shared_keys
+        guard = any_shared()  # someone shares a buffer: outs may need telling first
         for k in self._sorted_keys(grouped):
-            stored = self._data[k]
-            outs = []
-            for o in grouped[k]:
-                if isinstance(o, RowSparseNDArray):
-                    outs.append(o)
-                elif not _same_buffer(o, stored):  # pulling a shared value onto itself: no-op
-                    before_write(o._array)
-                    outs.append(o)
-            stored = self._data[k]  # before_write may have made it private
+            outs = grouped[k]
+            if guard:
+                outs = self._writable_outs(k, outs, shared)
+            stored = stored_values[k]  # (read after the guard: it may have gone private)
+            if type(stored) is NDArray and ((len(outs) == 1 and type(outs[0]) is NDArray) or
+                                            all(type(o) is NDArray for o in outs)):
+                if outs:
+                    self._comm.broadcast(k, stored, outs)
+                continue
             if isinstance(stored, RowSparseNDArray):
                 for o in outs:
                     stored.copyto(o)
@@ -301,6 +339,19 @@ class KVStore(KVStoreBase):
                 for o in outs:
                     if isinstance(o, RowSparseNDArray):
                         as_rsp.copyto(o)
+
+    def _writable_outs(self, k: Any, outs: list, shared: dict) -> list:
+        """``outs`` ready to be written: holders sharing their buffers are told
+        (``before_write``); an out that is exactly key ``k``'s shared value
+        (pulling a one-device push back into its array) needs no write at all."""
+        ready = []
+        for o in outs:
+            if isinstance(o, RowSparseNDArray):
+                ready.append(o)
+            elif not (k in shared and _same_buffer(o, self._data.values[k])):
+                before_write(o._array)
+                ready.append(o)
+        return ready
 
     def pull(self, key: Any, out: Any = None, priority: int = 0,
              ignore_sparse: bool = True) -> None:

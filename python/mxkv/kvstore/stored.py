@@ -44,7 +44,7 @@ class StoredValues:
     def __init__(self, ctx: Any, copy: Any) -> None:
         self.ctx = ctx
         self._copy = copy
-        self._values: Dict[Any, Any] = {}
+        self.values: Dict[Any, Any] = {}  # read-only for callers: key -> stored value
         self._spare: Dict[Any, NDArray] = {}     # the private buffer of a shared key
         self._shares: Dict[Any, cow.Share] = {}
         self._lock = threading.Lock()
@@ -53,31 +53,36 @@ class StoredValues:
 
     # -- reading --------------------------------------------------------------
     def __contains__(self, key: Any) -> bool:
-        return key in self._values
+        return key in self.values
 
     def __getitem__(self, key: Any) -> Any:
-        return self._values[key]
+        return self.values[key]
 
     def __len__(self) -> int:
-        return len(self._values)
+        return len(self.values)
 
     def items(self) -> Iterator[Tuple[Any, Any]]:
-        return iter(list(self._values.items()))
+        return iter(list(self.values.items()))
 
     def is_shared(self, key: Any) -> bool:
         return key in self._shares
+
+    @property
+    def shared_keys(self) -> Dict[Any, Any]:
+        """The keys whose value is shared now (a mapping; read only)."""
+        return self._shares
 
     # -- writing --------------------------------------------------------------
     def set(self, key: Any, value: Any) -> None:
         """Make ``value`` (an array the store owns) the stored value of ``key``."""
         self._drop_share(key)
         self._spare.pop(key, None)
-        self._values[key] = value
+        self.values[key] = value
 
     def can_share(self, key: Any, src: Any) -> bool:
         """Whether ``src`` may be stored for ``key`` by reference: a dense host
         array of the key's shape and dtype, big enough to be worth it."""
-        stored = self._values[key]
+        stored = self.values[key]
         if type(src) is not NDArray or type(stored) is not NDArray:
             return False
         a, s = src._array, stored._array
@@ -92,8 +97,8 @@ class StoredValues:
             if old is not None:
                 old.release()
             else:
-                self._spare[key] = self._values[key]
-            self._values[key] = NDArray(src._array, self.ctx)
+                self._spare[key] = self.values[key]
+            self.values[key] = NDArray(src._array, self.ctx)
             ref = weakref.ref(self)
             cell: list = []
 
@@ -111,20 +116,20 @@ class StoredValues:
         written; ``keep=False`` when the caller overwrites all of it."""
         s = self._shares.get(key)
         if s is None:
-            return self._values[key]
+            return self.values[key]
         return self._unshare(key, s, keep)
 
     def _unshare(self, key: Any, s: cow.Share, keep: bool) -> Any:
         with self._lock:
             if self._shares.get(key) is not s:
-                return self._values[key]  # already made private (or re-shared)
+                return self.values[key]  # already made private (or re-shared)
             del self._shares[key]
             s.release()
-            shared = self._values[key]
+            shared = self.values[key]
             own = self._spare.pop(key)
             if keep:
                 self._copy(own._array, shared._array)
-            self._values[key] = own
+            self.values[key] = own
             return own
 
     def _drop_share(self, key: Any) -> None:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List
 
 import numpy as np
 
-__all__ = ["Share", "before_write", "root_of", "share", "shared_count"]
+__all__ = ["Share", "any_shared", "before_write", "root_of", "share", "shared_count"]
 
 _lock = threading.Lock()
 # id(root array) -> the active shares of that root. Each Share holds its root,
@@ -105,6 +105,11 @@ def before_write(arr: Any) -> None:
     for s in entries:
         callback, s._on_write, s._root = s._on_write, None, None
         callback()
+
+
+def any_shared() -> bool:
+    """Whether any buffer is shared now (a cheap test before many writes)."""
+    return bool(_shares)
 
 
 def shared_count() -> int:
