@@ -22,31 +22,30 @@ parity scenario instead):
 * D7 a one-value push of another dtype under an optimizer (and, after a
   no-updater push of another dtype, any optimizer update of that key): MXNet
   drops the update silently, mxkv raises or updates.
-* D8 an optimizer update of a row_sparse weight missing rows: MXNet drops it.
-* D9 failing batched calls with int keys: MXNet applies the valid keys; mxkv
+* D8 failing batched calls with int keys: MXNet applies the valid keys; mxkv
   applies nothing (invalid calls here name one key, or str keys).
-* D10 row ids out of range; D11 a multi-value push whose first value has
-  another dtype than the key (MXNet raises); D12 an updater that raises.
-* D13 a key named by a failed call and initialized later: MXNet remembers it
+* D9 row ids out of range; D10 a multi-value push whose first value has
+  another dtype than the key (MXNet raises); D11 an updater that raises.
+* D12 a key named by a failed call and initialized later: MXNet remembers it
   and raises "duplicate init" (unknown keys here are never initialized).
-* D14 storage conversions inside the store for values that are not float32:
+* D13 storage conversions inside the store for values that are not float32:
   a pull of a row_sparse value into a dense out (or of a dense value into a
   row_sparse out), a multi-value push mixing storage types, a row_sparse
   value or out of another dtype than the key's: MXNet's copies between
   storage types handle float32 only, its row-sparse copies do not cast, and
   they raise (sometimes several calls later).
-* D17 row_sparse values and dtypes other than float32 in a ``device`` store:
-  MXNet's device comm trips over the dtypes in the same way and sums
-  row_sparse values differently from its CPU comm (rows that sum to zero
-  vanish); ``device`` stores here hold dense float32 values only.
-* D18 an optimizer on a row_sparse weight with a dense gradient: MXNet's
-  dense fallback stores the weight and states back without their all-zero
-  rows, and its next row_sparse update reads the wrong rows' states (mxkv
-  keeps every row); row_sparse weights here get row_sparse gradients.
-* D15 a push through an updater after a push without one: MXNet's stored
+* D14 a push through an updater after a push without one: MXNet's stored
   value then is its merge buffer (after a multi-value dense push, or any
   row_sparse one), so the next merge into that buffer overwrites the weight
   with the gradient before the updater runs.
+* D15 row_sparse values and dtypes other than float32 in a ``device`` store:
+  MXNet's device comm trips over the dtypes in the same way and sums
+  row_sparse values differently from its CPU comm (rows that sum to zero
+  vanish); ``device`` stores here hold dense float32 values only.
+* D16 an optimizer on a row_sparse weight with a dense gradient: MXNet's
+  dense fallback stores the weight and states back without their all-zero
+  rows, and its next row_sparse update reads the wrong rows' states (mxkv
+  keeps every row); row_sparse weights here get row_sparse gradients.
 
 Values are multiples of 1/8 in [-2, 2], exact in every float dtype, so sums
 agree exactly; only optimizer steps need tolerances. Python's ``random``
@@ -77,12 +76,12 @@ class _Key:
         self.multi_n = 0               # values of the first multi-value push (D2)
         self.multi_stype: Optional[str] = None  # first value's stype in multi pushes (D3)
         self.tol = dtype               # the coarsest dtype its values went through
-        self.alias: Optional[str] = None  # MXNet's stored value is its merge buffer (D15)
+        self.alias: Optional[str] = None  # MXNet's stored value is its merge buffer (D14)
 
     def all_rows(self) -> bool:
         return self.stype == "default" or len(self.rows) == self.shape[0]
 
-    def optimizable(self) -> bool:  # D7, D8
+    def optimizable(self) -> bool:  # D7; rows: the model is not exact under a custom updater
         return self.mx_dtype == self.dtype and self.all_rows()
 
 
@@ -152,7 +151,7 @@ class _Gen:
 
     def unknown_key(self) -> Any:
         """A key never initialized, now or later: MXNet remembers keys a failed
-        call named, and a later init of one raises 'duplicate init' (D13)."""
+        call named, and a later init of one raises 'duplicate init' (D12)."""
         if self.store.str_keys:
             return "z" + "".join(self.rng.choice("abcdefgh") for _ in range(2))
         return 10000 + self.rng.randint(0, 99)
@@ -190,8 +189,8 @@ class _Gen:
             while k in keys:
                 k = self.new_key()
             shape = self.rng.choice(SHAPES)
-            dtype = self.rng.choice(DTYPES) if s.kv_type == "local" else "float32"  # D17
-            if self.rng.random() < 0.3 and s.kv_type == "local":  # D17
+            dtype = self.rng.choice(DTYPES) if s.kv_type == "local" else "float32"  # D15
+            if self.rng.random() < 0.3 and s.kv_type == "local":  # D15
                 rows = list(range(shape[0])) if self.rng.random() < 0.7 else None
                 spec = self.rsp(shape, dtype, self.rng.randint(0, 3), rows=rows)
                 model = _Key(shape, dtype, "row_sparse", set(spec["rows"]))
@@ -213,20 +212,20 @@ class _Gen:
     def _outs(self, m: _Key, n_max: int = 3, ignore_sparse: Optional[bool] = None
               ) -> List[dict]:
         """Outs for a pull of ``m``: dense, or row_sparse (kept only with
-        ``ignore_sparse=False``), never converting a non-float32 value (D14)."""
+        ``ignore_sparse=False``), never converting a non-float32 value (D13)."""
         outs = []
         for _ in range(self.rng.randint(1, n_max)):
             dtype = m.dtype if self.rng.random() < 0.8 or self.store.kv_type != "local" \
-                else self.other_float(m.dtype)  # D17
+                else self.other_float(m.dtype)  # D15
             ctx = self.rng.randint(0, 3)
             want_rsp = self.rng.random() < (0.5 if m.stype == "row_sparse" else 0.15) \
-                and self.store.kv_type == "local"                   # D17
+                and self.store.kv_type == "local"                   # D15
             rsp_ok = ignore_sparse is not False or self.converts_ok(
                 m.stype, m.mx_dtype, "row_sparse", m.dtype)
             if not self.converts_ok(m.stype, m.mx_dtype, "default", dtype):
                 dtype = "float32"
             dense_ok = self.converts_ok(m.stype, m.mx_dtype, "default", dtype)
-            if (want_rsp or not dense_ok) and rsp_ok:  # D14: row_sparse outs are not cast
+            if (want_rsp or not dense_ok) and rsp_ok:  # D13: row_sparse outs are not cast
                 outs.append(self.rsp(m.shape, m.dtype, ctx, rows=[], zero=True))
             elif dense_ok:
                 outs.append(self.dense(m.shape, dtype, ctx, zero=True))
@@ -252,7 +251,7 @@ class _Gen:
         else:
             rsp_share = 0.7 if m.stype == "row_sparse" else 0.25
             if s.kv_type != "local":
-                rsp_share = 0.0                                     # D17
+                rsp_share = 0.0                                     # D15
             stypes = ["row_sparse" if self.rng.random() < rsp_share else "default"
                       for _ in range(n)]
         if n > 1 and m.multi_stype is not None:
@@ -262,15 +261,15 @@ class _Gen:
                 if m.multi_stype != "row_sparse":
                     return []
         if m.stype == "row_sparse" and s.updater == "optimizer" and stypes[0] != "row_sparse":
-            return []                                               # D18
+            return []                                               # D16
         if n > 1 and m.dtype != "float32":
-            stypes = [stypes[0]] * n                                # D14
+            stypes = [stypes[0]] * n                                # D13
         vals = []
         for i, st in enumerate(stypes):
             dtype = m.dtype
             if self.rng.random() < 0.15 and not (n == 1 and s.updater == "optimizer") \
                     and not (n > 1 and i == 0) and st == stypes[0] == "default" \
-                    and s.kv_type == "local":                       # D7, D11, D14, D17
+                    and s.kv_type == "local":                       # D7, D10, D13, D15
                 dtype = self.other_float(m.dtype)
             ctx = self.rng.randint(0, 3)
             vals.append(self.rsp(m.shape, dtype, ctx) if st == "row_sparse"
@@ -279,7 +278,7 @@ class _Gen:
 
     def _after_push(self, m: _Key, vals: List[dict]) -> tuple:
         """(stype, rows, MXNet's dtype, alias) of the key's stored value after
-        pushing ``vals``; alias: the stype of MXNet's merge buffer it is (D15)."""
+        pushing ``vals``; alias: the stype of MXNet's merge buffer it is (D14)."""
         if self.store.updater is not None:
             return m.stype, m.rows, m.mx_dtype, m.alias
         merged = vals[0]["stype"]
@@ -294,7 +293,7 @@ class _Gen:
         return "default", set(), vals[0]["dtype"] if one_dense else m.dtype, alias
 
     def _corrupts(self, m: _Key, vals: List[dict]) -> bool:
-        """Whether MXNet would merge ``vals`` into the buffer its stored value is (D15)."""
+        """Whether MXNet would merge ``vals`` into the buffer its stored value is (D14)."""
         if self.store.updater is None or m.alias is None:
             return False
         merged = vals[0]["stype"]
@@ -312,7 +311,7 @@ class _Gen:
     @staticmethod
     def converts_ok(stype: str, mx_dtype: str, out_stype: str, out_dtype: str) -> bool:
         """Whether MXNet can pull this stored value into an out of ``out_stype``
-        and ``out_dtype``: a change of storage type works in float32 only (D14)."""
+        and ``out_dtype``: a change of storage type works in float32 only (D13)."""
         return out_stype == stype or mx_dtype == out_dtype == "float32"
 
     def _pushable(self, m: _Key) -> bool:
@@ -345,12 +344,12 @@ class _Gen:
             if self._corrupts(m, vals):
                 return None
             if m.stype == "row_sparse" and self.store.updater == "optimizer" and \
-                    vals[0]["stype"] != "row_sparse":               # D18
+                    vals[0]["stype"] != "row_sparse":               # D16
                 return None
             if len(vals) > 1 and ((m.multi_n and len(vals) > m.multi_n) or
                                   (m.multi_stype and vals[0]["stype"] != m.multi_stype) or
                                   vals[0]["dtype"] != m.dtype or
-                                  any(v["stype"] != vals[0]["stype"] and   # D14
+                                  any(v["stype"] != vals[0]["stype"] and   # D13
                                       not v["dtype"] == m.dtype == "float32" for v in vals) or
                                   (m.init_stype == "row_sparse" and self.store.updater is None
                                    and any(v["stype"] != "row_sparse" for v in vals))):
@@ -358,7 +357,7 @@ class _Gen:
             if len(vals) == 1 and self.store.updater == "optimizer" and \
                     vals[0]["stype"] == "default" and vals[0]["dtype"] != m.dtype:
                 return None
-        if with_pull:  # the pull (ignore_sparse=True) must not convert storage (D14)
+        if with_pull:  # the pull (ignore_sparse=True) must not convert storage (D13)
             for k, vals in grouped.items():
                 stype, _, mx_dtype, _ = self._after_push(self.store.keys[k], vals)
                 dense = [v["dtype"] for v in vals if v["stype"] == "default"] or ["float32"]
@@ -419,7 +418,7 @@ class _Gen:
             return None
         ms = [self.store.keys[k] for k in keys]
 
-        def out_for(m):  # D14: row_sparse copies are not cast
+        def out_for(m):  # D13: row_sparse copies are not cast
             return self.rsp(m.shape, m.dtype, self.rng.randint(0, 3), rows=[], zero=True)
 
         form = self.rng.random()
@@ -509,7 +508,7 @@ class _Gen:
             vals = [self.dense(m.shape, m.dtype, i) for i in range(n)]
             vals[self.rng.randrange(1, n)] = self.dense(bad_shape, m.dtype, 1)
             if (m.init_stype == "row_sparse" and s.updater is None) or m.alias == "default":
-                return None  # D6; D15: MXNet writes the first value into the stored one
+                return None  # D6; D14: MXNet writes the first value into the stored one
             if not m.multi_n:  # MXNet sizes the key's buffers even as this call fails
                 m.multi_n, m.multi_stype = n, "default"
             return {"op": "push", "key": k, "value": vals, "invalid": kind}

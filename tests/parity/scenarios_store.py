@@ -1,6 +1,6 @@
 """Parity scenarios for the store behaviours issue 7 settled: row-sparse
 gradients under optimizers (lazy updates), row_ids nested like out, dtype
-casts, and the deviations the differential suite steers around (D1-D18 in
+casts, and the deviations the differential suite steers around (D1-D16 in
 docs/parity.md), each recorded from MXNet once here.
 
 Registered into ``scenarios.SCENARIOS`` when ``scenarios`` is imported.
@@ -190,7 +190,7 @@ def scenario_dtype_optimizer_one_value_of_another_dtype(mx):
     return attempt(push)
 
 
-@scenario(deviation="D11: MXNet fails a multi-value push whose first value has another dtype "
+@scenario(deviation="D10: MXNet fails a multi-value push whose first value has another dtype "
                     "than the key; mxkv casts every value",
           mxkv_expected={"raises": False, "result": [3.5, 4.5]})
 def scenario_dtype_multi_value_push_first_of_another_dtype(mx):
@@ -243,7 +243,7 @@ def scenario_multi_value_pushes_of_changing_storage_type(mx):
     return attempt(push)
 
 
-@scenario(deviation="D15: after a multi-value push without an updater MXNet's stored value is "
+@scenario(deviation="D14: after a multi-value push without an updater MXNet's stored value is "
                     "its merge buffer, so the next multi-value push through an optimizer "
                     "overwrites the weight with the gradient before updating it",
           mxkv_expected=[9.8, 9.8])
@@ -258,7 +258,7 @@ def scenario_optimizer_after_a_push_without_updater(mx):
     return values(out)
 
 
-@scenario(deviation="D13: MXNet remembers a key a failed pull named, and a later init of it "
+@scenario(deviation="D12: MXNet remembers a key a failed pull named, and a later init of it "
                     "raises 'duplicate init'; mxkv inits it",
           mxkv_expected={"raises": False, "result": [7.0]})
 def scenario_init_after_a_failed_pull_of_the_key(mx):
@@ -275,7 +275,7 @@ def scenario_init_after_a_failed_pull_of_the_key(mx):
     return attempt(init)
 
 
-@scenario(deviation="D9: a batched push naming an unknown int key: MXNet pushes the other keys "
+@scenario(deviation="D8: a batched push naming an unknown int key: MXNet pushes the other keys "
                     "and raises; mxkv raises and pushes nothing",
           mxkv_expected={"push": RAISED, "after": [[1.0], [1.0]]})
 def scenario_batched_push_with_an_unknown_key(mx):
@@ -287,7 +287,7 @@ def scenario_batched_push_with_an_unknown_key(mx):
     return {"push": push, "after": [values(o) for o in outs]}
 
 
-@scenario(deviation="D14: MXNet's copy between storage types handles float32 only: pulling a "
+@scenario(deviation="D13: MXNet's copy between storage types handles float32 only: pulling a "
                     "float16 row_sparse key into a dense out raises; mxkv converts",
           mxkv_expected={"raises": False, "result": [[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]]})
 def scenario_float16_row_sparse_key_pulled_into_a_dense_out(mx):
@@ -304,7 +304,7 @@ def scenario_float16_row_sparse_key_pulled_into_a_dense_out(mx):
     return attempt(pull)
 
 
-@scenario(deviation="D12: MXNet prints and ignores an exception raised by a Python updater; "
+@scenario(deviation="D11: MXNet prints and ignores an exception raised by a Python updater; "
                     "mxkv lets it propagate")
 def scenario_updater_that_raises(mx):
     kv = mx.kv.create("local")
