@@ -16,13 +16,13 @@ from ._arrays import (
     scalars,
     zeros_state,
 )
-from .optimizer import Optimizer, register
+from .optimizer import MultiTensorUpdates, Optimizer, register
 
 __all__ = ["LAMB"]
 
 
 @register
-class LAMB(Optimizer):
+class LAMB(MultiTensorUpdates, Optimizer):
     """LAMB (You et al., https://arxiv.org/abs/1904.00962).
 
     At step ``t`` of an index, with every coefficient in the weight's dtype
@@ -122,11 +122,3 @@ class LAMB(Optimizer):
             r1 = min(r1, float(self.upper_bound))
         ratio = 1.0 if r1 == 0.0 or r2 == 0.0 else r1 / r2
         w -= (lr_ * w.dtype.type(ratio)) * u
-
-    def update(self, index, weight, grad, state):
-        self._update_impl(index, weight, grad, state, multi_precision=False)
-
-    def update_multi_precision(self, index, weight, grad, state):
-        first = weight[0] if isinstance(index, (tuple, list)) else weight
-        use_mp = self.multi_precision and first.dtype == np.float16
-        self._update_impl(index, weight, grad, state, multi_precision=use_mp)

@@ -18,7 +18,7 @@ import numpy as np
 from ..base import UnknownOptimizerError
 from ._arrays import copy_as, dense_view, is_row_sparse, new_like
 
-__all__ = ["Optimizer", "create", "register"]
+__all__ = ["MultiTensorUpdates", "Optimizer", "create", "register"]
 
 Index = Union[int, str]
 
@@ -347,6 +347,21 @@ class Optimizer:
     def __setstate__(self, state: dict) -> None:
         self.__dict__ = state
         self.param_dict = {}
+
+
+class MultiTensorUpdates:
+    """``update`` and ``update_multi_precision`` for optimizers that update one
+    index or a list of them in ``_update_impl(..., multi_precision)`` (SGD,
+    LAMB): the float32 master copy is used when the (first) weight is float16
+    and ``multi_precision`` is set."""
+
+    def update(self, index, weight, grad, state):
+        self._update_impl(index, weight, grad, state, multi_precision=False)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        first = weight[0] if isinstance(index, (tuple, list)) else weight
+        use_mp = self.multi_precision and first.dtype == np.float16
+        self._update_impl(index, weight, grad, state, multi_precision=use_mp)
 
 
 def _astype_grad(grad: Any, dtype: Any) -> Any:

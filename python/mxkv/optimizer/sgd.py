@@ -16,7 +16,7 @@ from ._arrays import (
     scalars,
     zeros_state,
 )
-from .optimizer import Optimizer, _cast_into, register
+from .optimizer import MultiTensorUpdates, Optimizer, _cast_into, register
 
 __all__ = ["SGD", "ccSGD", "effective_momentum", "momentum_first_mp_state", "sgd_kernel"]
 
@@ -80,7 +80,7 @@ def effective_momentum(momentum: float) -> float:
 
 
 @register
-class SGD(Optimizer):
+class SGD(MultiTensorUpdates, Optimizer):
     """The SGD optimizer with momentum and weight decay.
 
     Standard update::
@@ -152,13 +152,6 @@ class SGD(Optimizer):
                     sparse and state is None))
                 run_kernel(kernel, weight, grad, [state], lazy=self.lazy_update and sparse)
 
-    def update(self, index, weight, grad, state):
-        self._update_impl(index, weight, grad, state, multi_precision=False)
-
-    def update_multi_precision(self, index, weight, grad, state):
-        first = weight[0] if isinstance(index, (tuple, list)) else weight
-        use_mp = self.multi_precision and first.dtype == np.float16
-        self._update_impl(index, weight, grad, state, multi_precision=use_mp)
 
 
 @register
