@@ -321,3 +321,20 @@ def scenario_updater_that_raises(mx):
         return True
 
     return attempt(push)
+
+
+@scenario()
+def scenario_errors_are_runtime_errors(mx):
+    """MXNet code catches MXNetError as a RuntimeError."""
+    kv = mx.kv.create("local")
+    kv.init(1, mx.nd.ones((1,)))
+    caught = []
+    for call in (lambda: kv.pull(5, out=mx.nd.zeros((1,))),
+                 lambda: kv.init(1, mx.nd.ones((1,)))):
+        try:
+            call()
+            mx.nd.waitall()
+            caught.append("no error")
+        except RuntimeError as exc:
+            caught.append(type(exc).__name__)
+    return {"subclass": issubclass(mx.base.MXNetError, RuntimeError), "caught": caught}

@@ -228,7 +228,7 @@ def saved_context(dev_type: int, dev_id: int, r: Reader, keep_cpu: bool = False)
 
 
 def place(arr: np.ndarray, ctx: Context) -> Any:
-    return arr if not ctx.is_gpu else to_device(arr, ctx)
+    return arr if not ctx.uses_cupy else to_device(arr, ctx)
 
 
 def decode_array(r: Reader, i: int, ctx: Optional[Context],

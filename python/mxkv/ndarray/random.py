@@ -12,8 +12,14 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..context import Context
-from ._util import MXNetTypeError, MXNetValueError, normalize_dtype, normalize_shape
+from ..context import Context, xp_for
+from ._util import (
+    MXNetTypeError,
+    MXNetValueError,
+    device_scope,
+    normalize_dtype,
+    normalize_shape,
+)
 from .ndarray import NDArray, _ctx_arg
 
 __all__ = ["gamma", "normal", "randint", "randn", "seed", "uniform"]
@@ -44,13 +50,9 @@ def _draw(kind: str, args: tuple, shape: Any, dtype: Any, ctx: Optional[Context]
     if dt.kind != "f" and kind != "randint":
         raise MXNetTypeError(f"random.{kind} draws floats, not {dt.name}")
     ctx = _ctx_arg(ctx)
-    if ctx.is_gpu:
-        from ..context import xp_for
-        cp = xp_for(ctx)
-        with cp.cuda.Device(ctx.device_id):
-            arr = getattr(cp.random, kind)(*args, size=shape).astype(dt)
-    else:
-        arr = np.asarray(getattr(np.random, kind)(*args, size=shape)).astype(dt)
+    xp = xp_for(ctx)  # numpy for every CPU context and simulated GPUs, else cupy
+    with device_scope(ctx):
+        arr = xp.asarray(getattr(xp.random, kind)(*args, size=shape)).astype(dt)
     res = NDArray(arr, ctx)
     if out is not None:
         out[:] = res
