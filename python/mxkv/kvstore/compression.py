@@ -230,9 +230,6 @@ class GradientCompression:
         self._roundtrip(xp, g, r, o, bool(accumulate))
         return out
 
-    #: the name docs/architecture.md gives the same operation
-    compress_roundtrip = roundtrip
-
     # ------------------------------------------------------- argument checks
 
     def _flat_input(self, xp, arr, what):

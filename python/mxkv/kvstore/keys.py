@@ -16,7 +16,7 @@ from ..base import MXNetError
 from ..ndarray import NDArray
 from ..ndarray.sparse import RowSparseNDArray
 
-__all__ = ["flatten", "group", "key_name", "is_array", "pair_row_ids"]
+__all__ = ["flatten", "group", "key_name", "pair_row_ids"]
 
 _ARRAY_TYPES = (NDArray, RowSparseNDArray)
 _PLAIN_TYPES = {NDArray, RowSparseNDArray}
@@ -25,10 +25,6 @@ _PLAIN_TYPES = {NDArray, RowSparseNDArray}
 def key_name(key: Any) -> str:
     """How a key is named in messages: ``'3'`` for a str, ``3`` for an int."""
     return repr(key)
-
-
-def is_array(value: Any) -> bool:
-    return isinstance(value, _ARRAY_TYPES)
 
 
 def _check_key(key: Any, op: str) -> Tuple[Any, bool]:

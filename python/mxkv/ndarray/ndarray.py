@@ -422,7 +422,6 @@ class NDArray:
     def __truediv__(self, o): return self._binary(o, "divide")
     def __rtruediv__(self, o): return self._binary(o, "divide", reverse=True)
     def __itruediv__(self, o): return self._binary(o, "divide", inplace=True)
-    __div__, __rdiv__, __idiv__ = __truediv__, __rtruediv__, __itruediv__
     def __mod__(self, o): return self._binary(o, "mod")
     def __rmod__(self, o): return self._binary(o, "mod", reverse=True)
     def __imod__(self, o): return self._binary(o, "mod", inplace=True)
