@@ -16,8 +16,25 @@ import sys
 import traceback
 
 
+def _one_malloc_arena() -> None:
+    """Let every thread allocate from glibc's main arena. Py4J runs each
+    JVM connection on its own thread, and by default each thread allocates
+    from an arena of its own: an array freed in one arena is not reused by
+    the next array made on another thread, so dropping and making large
+    arrays held up to twice the memory (calls are serialized here anyway)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-8, 1)  # M_ARENA_MAX
+    except (OSError, AttributeError):
+        pass  # not glibc
+
+
 def main() -> int:
     from ..base import MXNetError, env
+
+    _one_malloc_arena()
 
     try:
         port = env("MXKV_BRIDGE_PORT", 0, minimum=1)
@@ -40,9 +57,12 @@ def main() -> int:
     if not env("MXKV_BRIDGE_DEBUG", False):
         logging.getLogger("py4j").setLevel(logging.CRITICAL)
 
-    from py4j.java_gateway import CallbackServerParameters, GatewayParameters, JavaGateway
+    from py4j.java_gateway import CallbackServerParameters, GatewayParameters
 
-    gateway = JavaGateway(
+    from .serve import listening_gateway
+
+    # The JVM calls back as soon as we register: listen first.
+    gateway = listening_gateway(
         gateway_parameters=GatewayParameters(address="127.0.0.1", port=port, auth_token=secret,
                                              auto_field=False, auto_close=True),
         callback_server_parameters=CallbackServerParameters(

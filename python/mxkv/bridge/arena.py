@@ -5,10 +5,10 @@ mapped here with :mod:`mmap` and on the JVM with ``FileChannel.map``. They
 only grow, so a mapping the JVM already holds stays valid; the JVM remaps
 when a result reports a larger size.
 
-* ``mxkv-<pid>-arena``, the *scratch* arena: a header, then one transfer's
+* ``mxkv-<pid>-<random>-arena``, the *scratch* arena: a header, then one transfer's
   data at a time (``to-array``, ``array``, ``->raw``, small ``->vec``), under
   the JVM's lock.
-* ``mxkv-<pid>-regions``, the *region* file: each large ``->vec`` result is a
+* ``mxkv-<pid>-<random>-regions``, the *region* file: each large ``->vec`` result is a
   region of it that the JVM allocated, the engine wrote once
   (``nd.read_region``) and the JVM's vector then owns until it is garbage
   collected. The JVM allocates and frees regions itself; the engine only
@@ -16,7 +16,9 @@ when a result reports a larger size.
 
 Array contents are *copied* into these files or out of them: nothing in them
 is shared with a live NDArray. Files of engines that died without cleaning up
-are removed by the next engine that starts.
+are removed by the next engine that starts. Each file is created as
+:mod:`.private` says: a name no one can guess, exclusively, never through a
+link, mode 0600.
 
 An engine in the JVM's own process (the JPype transport) keeps the same two
 memories as anonymous mappings instead (``Arena(memory=True)``): no file, and
@@ -24,11 +26,11 @@ the JVM reaches them as direct buffers (:meth:`Arena.buffer`).
 """
 from __future__ import annotations
 
-import itertools
 import mmap
 import os
 import platform
 import re
+import struct
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -37,23 +39,32 @@ from typing import Optional
 import numpy as np
 
 from ..base import env
+from .private import create_private, remove_files_of_dead
 
-__all__ = ["Arena", "shm_dir", "remove_stale", "PARALLEL_BYTES", "HEADER", "FOLLOW_SUPPORTED"]
+__all__ = ["Arena", "shm_dir", "remove_stale", "PARALLEL_BYTES", "HEADER", "FOLLOW_SUPPORTED",
+           "BOARD", "BOARD_SLOTS"]
 
-_NAME = re.compile(r"^mxkv-(\d+)-(?:arena|regions|share)(?:-\d+)?$")
+#: mxkv-<pid>-<random>-<kind> (and the older mxkv-<pid>-<kind>[-n], still cleaned up)
+_NAME = re.compile(r"^mxkv-(\d+)-(?:[0-9a-f]{16}-)?(?:arena|regions|share)(?:-\d+)?$")
 #: Copies of at least this many bytes are split across threads (numpy
 #: releases the GIL while copying; one core does not saturate memory).
 PARALLEL_BYTES = 4 << 20
 _MIN_SIZE = 1 << 20
 #: Bytes at the start of the arena before the data: [0:8] is the progress
-#: counter of a followed copy (bytes of data written so far).
-HEADER = 64
+#: counter of a followed copy (bytes of data written so far); from BOARD on,
+#: the call board (see :meth:`Arena.claim`).
+HEADER = 4096
+#: The call board: BOARD_SLOTS int64 slots; slot ``t % BOARD_SLOTS`` holds
+#: the last ticket ``t`` the engine started.
+BOARD = 64
+BOARD_SLOTS = (HEADER - BOARD) // 8
 #: A followed copy publishes progress after each chunk of this many bytes.
 FOLLOW_CHUNK = 2 << 20
 #: Followed copies rely on stores becoming visible in program order (x86's
 #: TSO; glibc ends non-temporal copies with sfence). Elsewhere the JVM waits
 #: for the call to return instead.
 FOLLOW_SUPPORTED = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+_SLOT = struct.Struct("=q")
 
 
 def shm_dir() -> str:
@@ -66,34 +77,10 @@ def shm_dir() -> str:
     return tempfile.gettempdir()
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale(directory: Optional[str] = None) -> list:
-    """Remove arena files left by engines whose process is gone; return their paths."""
-    directory = directory or shm_dir()
-    removed = []
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return removed
-    for name in names:
-        m = _NAME.match(name)
-        if m and not _pid_alive(int(m.group(1))):
-            path = os.path.join(directory, name)
-            try:
-                os.unlink(path)
-                removed.append(path)
-            except OSError:
-                pass
-    return removed
+    """Remove arena files left by engines whose process is gone; return their
+    paths. Only regular files of this user are touched (never a link's target)."""
+    return remove_files_of_dead(directory or shm_dir(), _NAME)
 
 
 def _rss_of(mm: Optional[mmap.mmap]) -> int:
@@ -126,7 +113,8 @@ class Arena:
 
     ``name`` is the memory's kind: ``arena`` (the scratch arena) or
     ``regions`` (the space holding the JVM's region-backed vectors). By
-    default it is a file in :func:`shm_dir` that the JVM maps too; with
+    default it is a new file in :func:`shm_dir` (``mxkv-<pid>-<random>-<name>``,
+    see :func:`~mxkv.bridge.private.create_private`) that the JVM maps too; with
     ``memory=True`` (the JVM runs in this process) an anonymous mapping that
     the JVM reaches through :meth:`buffer`, and ``path`` is ``mem:<name>``.
     """
@@ -138,16 +126,7 @@ class Arena:
             self.path = f"mem:{name}"
             self._fd = -1
         else:
-            # mxkv-<pid>-<name>, or -<name>-2, -3... while other engines of this
-            # process (a served program has one per attached JVM) hold those.
-            base = os.path.join(directory or shm_dir(), f"mxkv-{os.getpid()}-{name}")
-            for n in itertools.count(1):
-                self.path = base if n == 1 else f"{base}-{n}"
-                try:
-                    self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-                    break
-                except FileExistsError:
-                    continue
+            self.path, self._fd = create_private(directory or shm_dir(), name)
         self.size = 0
         self._mm: Optional[mmap.mmap] = None
         self._pool: Optional[ThreadPoolExecutor] = None
@@ -187,6 +166,20 @@ class Arena:
             except BufferError:  # a view is still alive; the mapping goes with it
                 pass
         return size
+
+    def claim(self, ticket: int) -> bool:
+        """Mark call ``ticket`` (a positive number the JVM chose) as started:
+        write it in its slot of the call board, before the engine looks at the
+        call's deadline. A JVM whose call timed out reads the slot: a ticket
+        not there yet means the call never started, and never will (the
+        engine's deadline check comes after this write). False, and nothing
+        written, when the slot already holds ``ticket``: the call was
+        delivered twice."""
+        off = BOARD + 8 * (ticket % BOARD_SLOTS)
+        if _SLOT.unpack_from(self._mm, off)[0] == ticket:
+            return False
+        _SLOT.pack_into(self._mm, off, ticket)
+        return True
 
     def buffer(self, limit: int = (1 << 31) - 1) -> memoryview:
         """The whole memory (at most ``limit`` bytes: one Java buffer's most),

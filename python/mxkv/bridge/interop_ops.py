@@ -19,7 +19,6 @@ removed when the array's last view is gone.
 """
 from __future__ import annotations
 
-import itertools
 import mmap
 import os
 import weakref
@@ -28,6 +27,7 @@ from typing import Any, Dict
 import numpy as np
 
 from .arena import shm_dir
+from .private import create_private
 from .registry import op
 
 __all__ = ["InteropOps", "shared_host_array", "shared_file_of"]
@@ -56,7 +56,6 @@ def _mmap_of(arr: np.ndarray):
 #: id(mmap) -> (weak reference to the mmap, file path): the shared-memory
 #: files of this process's shared arrays, whichever engine (or Python code) made them
 _SHARED: Dict[int, tuple] = {}
-_shared_ids = itertools.count(1)
 
 
 def _forget(key: int, path: str) -> None:
@@ -67,13 +66,14 @@ def _forget(key: int, path: str) -> None:
 def shared_host_array(shape, dtype="float32") -> np.ndarray:
     """A zero-filled numpy array over a new file in the shared-memory
     directory, which another process (a JVM over Py4J) can map. The file is
-    removed when the array's last view is gone (or the process exits)."""
+    private (:func:`~mxkv.bridge.private.create_private`: random name, mode
+    0600) and removed when the array's last view is gone (or the process
+    exits)."""
     shape = tuple(int(d) for d in shape)
     dt = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     nbytes = max(1, count * dt.itemsize)
-    path = os.path.join(shm_dir(), f"mxkv-{os.getpid()}-share-{next(_shared_ids)}")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    path, fd = create_private(shm_dir(), "share")
     try:
         os.ftruncate(fd, nbytes)
         mm = mmap.mmap(fd, nbytes)

@@ -20,8 +20,10 @@ and in a JVM (``mxkv repl``, or any JVM with ``mxkv classpath``)::
 The program's Py4J callback server listens on loopback only and admits a
 connection only with the secret, a 256-bit random token written with the
 address and port to the attach file, created with mode 0600 in a directory
-of mode 0700 (``$XDG_RUNTIME_DIR/mxkv``, else ``~/.mxkv``). The JVM refuses
-an attach file that others may read. Each attaching JVM gets an engine of
+of mode 0700 (``$XDG_RUNTIME_DIR/mxkv``, else ``~/.mxkv``; a directory
+others may write to is refused). The JVM refuses an attach file that others
+may read, that is a link, or that is not its user's. Attach files of
+programs that were killed are removed by the next ``serve()``. Each attaching JVM gets an engine of
 its own (handles, arena, region file), over which the objects the program
 published are the same objects.
 """
@@ -30,26 +32,65 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from ..base import MissingDependencyError, env
+from ..base import MissingDependencyError, MXNetIOError, env
+from .private import private_directory, remove_files_of_dead
 
-__all__ = ["Server", "serve", "shared_array", "attach_dir"]
+__all__ = ["Server", "serve", "shared_array", "attach_dir", "listening_gateway",
+           "remove_stale_attach_files"]
 
 
 def attach_dir() -> Path:
     """Where attach files go: ``MXKV_ATTACH_DIR``, else ``$XDG_RUNTIME_DIR/mxkv``,
-    else ``~/.mxkv``; created with mode 0700."""
+    else ``~/.mxkv``; created with mode 0700. One that is not yours, or that
+    others may write to, is refused (:func:`~mxkv.bridge.private.private_directory`)."""
     d = env("MXKV_ATTACH_DIR", "")
     if not d:
         runtime = env("XDG_RUNTIME_DIR", "")
         d = os.path.join(runtime, "mxkv") if runtime else os.path.join(Path.home(), ".mxkv")
-    os.makedirs(d, mode=0o700, exist_ok=True)
-    return Path(d)
+    return Path(private_directory(d, "the attach directory"))
+
+
+_ATTACH_NAME = re.compile(r"^engine-(\d+)-\d+\.json$")
+
+
+def remove_stale_attach_files(directory: Path) -> list:
+    """Remove the attach files of serving programs that are gone (killed
+    before :meth:`Server.close`); return their paths."""
+    return remove_files_of_dead(str(directory), _ATTACH_NAME)
+
+
+def listening_gateway(**params: Any):
+    """A Py4J ``JavaGateway(**params)`` whose callback server listens when
+    this returns. Py4J binds the callback server's socket in the constructor
+    but listens in the server's own thread: a JVM told the port before that
+    could be refused (``ConnectException: Connection refused``)."""
+    from py4j.java_gateway import JavaGateway, server_started
+
+    started_servers: list = []
+
+    def started(sender, **kwargs):
+        started_servers.append(sender)
+
+    uid = f"mxkv-listening-{id(started_servers)}"
+    server_started.connect(started, unique_id=uid)
+    try:
+        gateway = JavaGateway(**params)
+        server = gateway.get_callback_server()
+        while server not in started_servers:
+            time.sleep(0.002)
+            if server.is_shutdown:
+                gateway.shutdown()
+                raise RuntimeError("the Py4J callback server stopped before it listened")
+    finally:
+        server_started.disconnect(started, unique_id=uid)
+    return gateway
 
 
 class Server:
@@ -68,12 +109,7 @@ class Server:
 
     def __init__(self, path: Optional[str] = None, address: str = "127.0.0.1") -> None:
         try:
-            from py4j.java_gateway import (
-                CallbackServerParameters,
-                GatewayParameters,
-                JavaGateway,
-                server_started,
-            )
+            from py4j.java_gateway import CallbackServerParameters, GatewayParameters
         except ImportError:
             raise MissingDependencyError("serving JVMs needs py4j: "
                                          "pip install 'mxkv[bridge]'") from None
@@ -84,36 +120,33 @@ class Server:
         self._lock = threading.Lock()
         self.secret = secrets.token_hex(32)
         self.address = address
-        # The callback server binds in the constructor but listens in its own
-        # thread: the attach file is written only once it listens.
-        started_servers: list = []
-
-        def started(sender, **kwargs):
-            started_servers.append(sender)
-
-        server_started.connect(started, unique_id=f"mxkv-serve-{id(self)}")
-        try:
-            self._gateway = JavaGateway(
-                # No JVM is contacted: the gateway only hosts the callback server.
-                gateway_parameters=GatewayParameters(address=address, port=1,
-                                                     auth_token=self.secret,
-                                                     auto_field=False, auto_close=True),
-                callback_server_parameters=CallbackServerParameters(
-                    address=address, port=0, auth_token=self.secret,
-                    daemonize=True, daemonize_connections=True),
-                python_server_entry_point=self)
-            server = self._gateway.get_callback_server()
-            while server not in started_servers:
-                time.sleep(0.002)
-                if server.is_shutdown:
-                    raise RuntimeError("the engine server stopped before it listened")
-        finally:
-            server_started.disconnect(started, unique_id=f"mxkv-serve-{id(self)}")
+        # The attach file is written only once the callback server listens.
+        self._gateway = listening_gateway(
+            # No JVM is contacted: the gateway only hosts the callback server.
+            gateway_parameters=GatewayParameters(address=address, port=1,
+                                                 auth_token=self.secret,
+                                                 auto_field=False, auto_close=True),
+            callback_server_parameters=CallbackServerParameters(
+                address=address, port=0, auth_token=self.secret,
+                daemonize=True, daemonize_connections=True),
+            python_server_entry_point=self)
+        server = self._gateway.get_callback_server()
         self.port = server.get_listening_port()
         Server._count += 1
-        self.path = Path(path) if path else attach_dir() / (
-            f"engine-{os.getpid()}-{Server._count}.json")
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        if path:
+            self.path = Path(path)
+        else:
+            directory = attach_dir()
+            remove_stale_attach_files(directory)
+            self.path = directory / f"engine-{os.getpid()}-{Server._count}.json"
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                         | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except FileExistsError:
+            self._gateway.shutdown()
+            raise MXNetIOError(f"refusing to write the attach file {self.path}: something "
+                               "already exists there") from None
+        os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w") as f:
             json.dump({"address": server.get_listening_address(), "port": self.port,
                        "secret": self.secret, "pid": os.getpid()}, f)

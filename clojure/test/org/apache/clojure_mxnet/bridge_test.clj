@@ -77,7 +77,8 @@
     (if memory
       (is (= "mem:arena" arena) "an engine in this process (JPype): memory, no file")
       (do (is (.exists (io/file arena)))
-          (is (re-find (re-pattern (str "mxkv-" pid "-arena$")) arena))))))
+          (is (re-find (re-pattern (str "/mxkv-" pid "-[0-9a-f]{16}-arena$")) arena)
+              "named by its pid and 64 random bits")))))
 
 (deftest a-closed-engine-removes-its-arena-and-exits
   (let [conn (bridge/start-py4j)

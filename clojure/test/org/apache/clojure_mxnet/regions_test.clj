@@ -9,6 +9,8 @@
             [org.apache.clojure-mxnet.ndarray :as ndarray])
   (:import (java.io ByteArrayInputStream ByteArrayOutputStream File ObjectInputStream
                     ObjectOutputStream RandomAccessFile)
+           (java.nio.file Files)
+           (java.nio.file.attribute FileAttribute PosixFilePermissions)
            (org.apache.clojure_mxnet.bridge FloatVector Py4JTransport Regions)))
 
 (def ^:private MiB (* 1024 1024))
@@ -217,8 +219,14 @@
     (is (= -1 (.allocate r (* 65 p))) "larger than the cap: the caller copies instead")
     (is (thrown? IllegalArgumentException (.allocate r 0)))))
 
-(defn- temp-region-file ^File [bytes]
-  (let [f (File/createTempFile "mxkv-regions-test" ".bin")]
+(defn- temp-region-file
+  "A file of `bytes` bytes that only this user may read or write, as the
+   engine makes its region file (the JVM refuses to map anything else)."
+  ^File [bytes]
+  (let [f (.toFile (Files/createTempFile
+                    "mxkv-regions-test" ".bin"
+                    (into-array FileAttribute [(PosixFilePermissions/asFileAttribute
+                                                (PosixFilePermissions/fromString "rw-------"))])))]
     (.deleteOnExit f)
     (with-open [raf (RandomAccessFile. f "rw")] (.setLength raf bytes))
     f))

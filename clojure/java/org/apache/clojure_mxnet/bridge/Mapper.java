@@ -1,11 +1,11 @@
 package org.apache.clojure_mxnet.bridge;
 
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Path;
 
 /**
  * How the JVM reaches one of the engine's memories (the scratch arena, the
@@ -21,10 +21,12 @@ public interface Mapper {
      */
     ByteBuffer map(String path, long size);
 
-    /** Maps the file at {@code path} read-write. */
+    /**
+     * Maps the file at {@code path} read-write, once {@link PrivateFiles}
+     * found it to be this user's private regular file (not a link).
+     */
     Mapper FILES = (path, size) -> {
-        try (RandomAccessFile f = new RandomAccessFile(path, "rw");
-             FileChannel ch = f.getChannel()) {
+        try (FileChannel ch = PrivateFiles.open(Path.of(path))) {
             MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
             m.order(ByteOrder.nativeOrder());
             return m;
