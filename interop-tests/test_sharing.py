@@ -8,8 +8,11 @@ and the driver JVM attaches to it with the secret from the attach file.
 """
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
+import sys
 from contextlib import contextmanager
 
 import numpy as np
@@ -105,6 +108,19 @@ def test_the_attach_file_is_for_its_owner_only(py4j_driver, tmp_path):
         os.chmod(leaked, 0o644)
         from support import DriverError
 
-        with pytest.raises(DriverError, match="others may read it"):
+        with pytest.raises(DriverError, match="other users may access it"):
             py4j_driver.call("attached", str(leaked), "read-through-buffer", "a", 0)
     assert not server.path.exists(), "closing the server removes its attach file"
+
+
+def test_an_attach_file_of_a_killed_program_says_so(py4j_driver, tmp_path):
+    from support import DriverError
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    stale = tmp_path / f"engine-{dead}-1.json"
+    stale.write_text(json.dumps({"address": "127.0.0.1", "port": 1, "secret": "0" * 64,
+                                 "pid": int(dead)}))
+    os.chmod(stale, 0o600)
+    with pytest.raises(DriverError, match=f"pid {dead}.* is not running"):
+        py4j_driver.call("attached", str(stale), "read-through-buffer", "a", 0)

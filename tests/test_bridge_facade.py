@@ -1,5 +1,9 @@
 """The bridge's Python side without a JVM: the Engine facade, the handle
-table, the shared-memory arena, the region file and stale-file cleanup.
+table, the shared-memory arena, the region file and stale-file cleanup;
+calls that are never applied twice (a call carries its deadline and the
+engine drops it unrun once the deadline passed before it could start; a
+ticket marks on the arena's call board that a call started, and a ticket
+delivered twice runs once; the JVM's side is clojure/test/.../faults_test.clj).
 
 Regions of the region file are allocated and freed by the JVM
 (``Regions.java``, tested in clojure/test/.../regions_test.clj); the engine
@@ -10,14 +14,17 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import re
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
 
 from mxkv.bridge import Arena, EngineFacade, remove_stale
-from mxkv.bridge.arena import HEADER
+from mxkv.bridge.arena import BOARD, BOARD_SLOTS, HEADER
 from mxkv.bridge.registry import group as _group
 
 
@@ -158,11 +165,16 @@ def test_stale_arenas_of_dead_engines_are_removed(tmp_path):
     live.write_bytes(b"x")
     other = tmp_path / "unrelated-file"
     other.write_bytes(b"x")
-    stale_regions = tmp_path / f"mxkv-{dead.stdout.strip()}-regions"
+    stale_regions = tmp_path / f"mxkv-{dead.stdout.strip()}-0123456789abcdef-regions"
     stale_regions.write_bytes(b"x")
+    target = tmp_path / "target"
+    target.write_bytes(b"keep")
+    stale_link = tmp_path / f"mxkv-{dead.stdout.strip()}-fedcba9876543210-arena"
+    stale_link.symlink_to(target)
     removed = remove_stale(str(tmp_path))
     assert sorted(removed) == sorted([str(stale), str(stale_regions)])
     assert live.exists() and other.exists()
+    assert stale_link.is_symlink() and target.read_bytes() == b"keep", "links are left alone"
 
 
 def test_group_turns_repeated_keys_into_device_lists():
@@ -276,8 +288,99 @@ def test_read_region_refuses_bad_offsets(facade):
 def test_info_names_the_region_file_and_close_removes_it(tmp_path):
     f = EngineFacade(arena=Arena(str(tmp_path)))
     info = json.loads(f.info())
-    assert info["regions"] == f.regions.path == str(tmp_path / f"mxkv-{os.getpid()}-regions")
+    assert info["regions"] == f.regions.path
+    assert re.fullmatch(rf"{tmp_path}/mxkv-{os.getpid()}-[0-9a-f]{{16}}-regions", info["regions"])
     assert os.path.exists(info["regions"])
     assert info["shm_bytes"] > 0
     f.close()
     assert not os.path.exists(info["regions"]) and not os.path.exists(info["arena"])
+
+
+# ------------------------------------------------------------------ deadlines
+
+def answer(result: str):
+    return result[0], (json.loads(result[1:]) if len(result) > 1 else None)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def store_with_adder(f):
+    """A store whose key 'w' (2 zeros) adds every push to itself."""
+    _, (kv, _) = answer(f.call("kv.create", '["local"]'))
+    _, meta = answer(f.call("nd.create", json.dumps(["zeros", [2], "cpu", 0, "float32", None])))
+    f.call("kv.init", json.dumps([kv, ["w"], [meta[0]]]))
+    assert f.call("kv.set_optimizer", json.dumps([kv, "test", {"rescale_grad": 1.0}])) == "o"
+    _, ones = answer(f.call("nd.create", json.dumps(["ones", [2], "cpu", 0, "float32", None])))
+    return kv, ones[0]
+
+
+def stored(f, kv) -> float:
+    _, out = answer(f.call("nd.create", json.dumps(["zeros", [2], "cpu", 0, "float32", None])))
+    f.call("kv.pull", json.dumps([kv, ["w"], [out[0]]]))
+    return f.nd(out[0]).asnumpy().tolist()[0]
+
+
+def test_a_call_past_its_deadline_is_dropped_unrun(facade):
+    kv, g = store_with_adder(facade)
+    kind, err = answer(facade.call("kv.push", json.dumps([kv, ["w"], [g]]), now_ms() - 1, 0))
+    assert kind == "e" and err["type"] == "engine-timeout"
+    assert err["may_have_run"] is False
+    assert "was not run" in err["message"] and "safe to retry" in err["message"]
+    assert stored(facade, kv) == 0.0, "nothing was applied"
+    assert facade.call("kv.push", json.dumps([kv, ["w"], [g]]), now_ms() + 60000, 0) == "o"
+    assert stored(facade, kv) == 1.0
+
+
+def test_a_call_waiting_behind_a_busy_engine_past_its_deadline_is_dropped(facade):
+    kv, g = store_with_adder(facade)
+    busy = threading.Thread(target=facade.call, args=("sleep", "[0.5]"))
+    busy.start()
+    time.sleep(0.05)
+    t0 = time.monotonic()
+    kind, err = answer(facade.call("kv.push", json.dumps([kv, ["w"], [g]]), now_ms() + 100, 0))
+    waited = time.monotonic() - t0
+    busy.join()
+    assert kind == "e" and err["type"] == "engine-timeout" and err["may_have_run"] is False
+    assert "busy" in err["message"]
+    assert waited < 0.45, "it gave up at its deadline, not when the engine was free"
+    assert stored(facade, kv) == 0.0, "not applied after the engine became free either"
+
+
+def test_a_started_call_is_marked_on_the_board(facade):
+    ticket = 3 * BOARD_SLOTS + 5
+    assert facade.call("noop", "[]", now_ms() + 60000, ticket) == "o"
+    slot = facade.arena.view("int64", 1, BOARD + 8 * (ticket % BOARD_SLOTS))[0]
+    assert slot == ticket
+
+
+def test_a_ticket_delivered_twice_runs_once(facade):
+    kv, g = store_with_adder(facade)
+    args = json.dumps([kv, ["w"], [g]])
+    assert facade.call("kv.push", args, now_ms() + 60000, 7) == "o"
+    kind, err = answer(facade.call("kv.push", args, now_ms() + 60000, 7))
+    assert kind == "e" and err["type"] == "engine-timeout"
+    assert "delivered twice" in err["message"] and err["may_have_run"] is True
+    assert stored(facade, kv) == 1.0
+    assert facade.call("kv.push", args, now_ms() + 60000, 8) == "o", "the next ticket runs"
+    assert stored(facade, kv) == 2.0
+
+
+def test_calls_without_a_deadline_wait_for_the_engine(facade):
+    busy = threading.Thread(target=facade.call, args=("sleep", "[0.2]"))
+    busy.start()
+    time.sleep(0.05)
+    assert facade.call("noop", "[]") == "o"
+    busy.join()
+
+
+def test_memory_reports_held_arrays_and_the_process(facade):
+    before = answer(facade.call("memory", "[]"))[1]
+    _, meta = answer(facade.call("nd.create", json.dumps(["zeros", [1000], "cpu", 0, "float64",
+                                                          None])))
+    after = answer(facade.call("memory", "[true]"))[1]
+    assert after["held"] - before["held"] == 8000
+    assert after["rss"] > 0 and after["rss_peak"] >= after["rss"] * 0.5
+    facade.call("release", json.dumps([meta[0]]))
+    assert answer(facade.call("memory", "[]"))[1]["held"] == before["held"]

@@ -44,6 +44,24 @@ HOLD = """
 """
 
 
+BUSY = """
+(require '[org.apache.clojure-mxnet.bridge :as bridge]
+         '[org.apache.clojure-mxnet.kvstore :as kvstore]
+         '[org.apache.clojure-mxnet.ndarray :as ndarray])
+(let [c (bridge/connection)
+      kv (kvstore/create)]
+  (kvstore/init kv "w" (ndarray/zeros [256]))
+  (dotimes [_ 4]
+    (future (loop [] (kvstore/push kv "w" (ndarray/ones [256])) (recur))))
+  (dotimes [_ 4]
+    (future (loop [] (ndarray/->vec (ndarray/ones [300000])) (recur))))
+  (Thread/sleep 300)
+  (println (bridge/->json (assoc (bridge/info c) :ok (nil? (bridge/call c "noop")))))
+  (flush)
+  (Thread/sleep 120000))
+"""
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -57,11 +75,10 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.fixture
-def jvm():
-    """A JVM holding an engine; yields (jvm process, engine info)."""
+def _start_jvm(script: str):
     env = {**os.environ, "MXKV_PYTHON": sys.executable}
-    p = subprocess.Popen(cli.java_command(["-e", HOLD]), stdout=subprocess.PIPE, text=True, env=env)
+    p = subprocess.Popen(cli.java_command(["-e", script]), stdout=subprocess.PIPE, text=True,
+                         env=env)
     try:
         line = p.stdout.readline()
         assert line.startswith("{"), f"JVM printed {line!r}"
@@ -70,6 +87,19 @@ def jvm():
         if p.poll() is None:
             p.kill()
         p.wait()
+
+
+@pytest.fixture
+def jvm():
+    """A JVM holding an engine; yields (jvm process, engine info)."""
+    yield from _start_jvm(HOLD)
+
+
+@pytest.fixture
+def busy_jvm():
+    """A JVM whose eight threads keep its engine busy (pushes, and reads
+    through the arena and the region file); yields (jvm process, engine info)."""
+    yield from _start_jvm(BUSY)
 
 
 def _wait(pred, timeout=10.0):
@@ -88,11 +118,14 @@ def test_engine_registers_and_answers(jvm):
     assert os.path.exists(info["arena"])
 
 
-def test_engine_exits_and_cleans_up_when_the_jvm_is_killed(jvm):
-    p, info = jvm
+@pytest.mark.parametrize("which", ["jvm", "busy_jvm"])
+def test_engine_exits_and_cleans_up_when_the_jvm_is_killed(request, which):
+    p, info = request.getfixturevalue(which)
     p.send_signal(signal.SIGKILL)
     p.wait()
+    t0 = time.monotonic()
     assert _wait(lambda: not _alive(info["pid"])), "engine outlived its JVM"
+    assert time.monotonic() - t0 < 5.0
     assert _wait(lambda: not os.path.exists(info["arena"])), "engine left its arena behind"
     assert _wait(lambda: not os.path.exists(info["regions"])), "engine left its region file behind"
 

@@ -3,13 +3,15 @@
 This file holds the dispatch, the handle table and errors; the operations
 are in ndarray_ops.py and kvstore_ops.py, registered by name in registry.py.
 
-The JVM sees one method, ``call(op, args)``: ``op`` names an operation and
-``args`` is a compact JSON value. The facade keeps a handle table (integer
-ids to the NDArray and KVStore objects the JVM refers to), looks the handles
-up, calls the engine exactly as a Python user of MXNet 1.9 would, and
-answers ``"o"`` (done), ``"o" + JSON`` (a value) or ``"e" + JSON`` (an error
-map with ``type`` (always ``mxnet-error``), ``message``, ``python_class`` and
-``traceback``).
+The JVM sees one method, ``call(op, args[, deadline, ticket])``: ``op`` names
+an operation and ``args`` is a compact JSON value. The facade keeps a handle
+table (integer ids to the NDArray and KVStore objects the JVM refers to),
+looks the handles up, calls the engine exactly as a Python user of MXNet 1.9
+would, and answers ``"o"`` (done), ``"o" + JSON`` (a value) or ``"e" + JSON``
+(an error map with ``type``, ``message``, ``python_class`` and
+``traceback``). ``type`` is ``mxnet-error`` for anything the engine raised,
+and ``engine-timeout`` (with ``may_have_run``) for a call dropped unrun
+because its deadline passed before it could start.
 
 An array is described to the JVM by its *meta*: ``[id, shape, dtype,
 device_type, device_id, stype]``; the JVM caches it, so asking an array's
@@ -29,6 +31,7 @@ import json
 import os
 import sys
 import threading
+import time
 import traceback
 from typing import Any, Dict
 
@@ -44,7 +47,7 @@ from .registry import dumps as _dumps
 
 __all__ = ["EngineFacade", "OPS"]
 
-#: The one error type the JVM sees for anything the engine raises; the
+#: The error type the JVM sees for anything the engine raises; the
 #: exception's class travels in ``python_class`` (e.g. mxkv.base.MXNetValueError).
 ENGINE_ERROR = "mxnet-error"
 
@@ -89,20 +92,55 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
         self.calls = 0
 
     # ------------------------------------------------------------ Engine
-    def call(self, name: str, args: str) -> str:
+    def call(self, name: str, args: str, deadline: int = 0, ticket: int = 0) -> str:
+        """Run operation ``name`` with JSON ``args``; see the module docstring.
+
+        ``deadline`` (ms since the epoch, 0 for none) is when the caller stops
+        waiting: a call that cannot start before it (the engine was stopped,
+        or busy with other calls) is dropped, never run, and answered with an
+        ``engine-timeout`` error map whose ``may_have_run`` is false.
+        ``ticket`` (a positive number, unique per caller; 0 for none) is
+        written on the arena's call board when the call starts (see
+        :meth:`Arena.claim`), so that a caller that gave up can tell whether
+        it started; a ticket delivered twice runs once.
+        """
         try:
             fn = OPS.get(name)
             if fn is None:
                 raise MXNetValueError(f"unknown engine operation {name!r}")
             a = json.loads(args) if args else []
-            with self._lock:
+            if not deadline:
+                self._lock.acquire()
+            elif not self._lock.acquire(timeout=max(0.0, deadline / 1000.0 - time.time())):
+                return "e" + _dumps(self._late(name, deadline, "the engine was busy"))
+            try:
+                if ticket and not self.arena.claim(ticket):
+                    return "e" + _dumps(self._late(name, deadline, "it was delivered twice",
+                                                   repeated=True))
+                # After the claim: a caller that saw no claim knows this drops it.
+                if deadline and time.time() * 1000.0 >= deadline:
+                    return "e" + _dumps(self._late(name, deadline, "the engine got to it late"))
                 self.calls += 1
                 result = fn(self, *a) if isinstance(a, list) else fn(self, a)
+            finally:
+                self._lock.release()
             return "o" if result is None else "o" + _dumps(result)
         except BaseException as exc:  # everything reaches the JVM as data
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             return "e" + _dumps(self.error(exc))
+
+    @staticmethod
+    def _late(name: str, deadline: int, why: str, repeated: bool = False) -> dict:
+        """The answer to a call dropped unrun: past its deadline, or repeated."""
+        if repeated:
+            message = f"{name} was not run again: {why} (the first delivery ran)"
+        else:
+            late = time.time() * 1000.0 - deadline
+            message = (f"{name} was not run: its deadline passed {max(0.0, late):.0f} ms before "
+                       f"it could start ({why}); nothing was applied, it is safe to retry")
+        return {"type": "engine-timeout", "message": message, "may_have_run": repeated,
+                "python_class": None, "traceback": ""}
 
     def info(self) -> str:
         return _dumps({
@@ -188,6 +226,13 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
     def _noop(self, *args):
         return None
 
+    @op("sleep")
+    def _sleep(self, seconds=0.0):
+        """Hold the engine for ``seconds`` (at most 60): what callers see
+        while the engine is busy, for tests of deadlines and timeouts."""
+        time.sleep(min(60.0, max(0.0, float(seconds))))
+        return None
+
     @op("stats")
     def _stats(self):
         kinds: Dict[str, int] = {}
@@ -197,6 +242,33 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
         return {"handles": len(self._objects), "by_type": kinds, "calls": self.calls,
                 "arena_size": self.arena.size, "regions_size": self.regions.size,
                 "regions_resident": self.regions.resident()}
+
+    @op("memory")
+    def _memory(self, reset_peak=False):
+        """The engine's memory, in bytes: ``held`` (the arrays in the handle
+        table, as dense), and ``rss`` and ``rss_peak`` of this process (the
+        peak since the last reset; with JPype the process holds the JVM too;
+        0 where unknown). ``reset_peak`` starts a new peak after answering."""
+        held = 0
+        for o in list(self._objects.values()):
+            if hasattr(o, "shape") and hasattr(o, "dtype"):
+                held += int(np.prod(o.shape, dtype=np.int64)) * np.dtype(o.dtype).itemsize
+        status = {}
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith(("VmRSS:", "VmHWM:")):
+                        status[line.split(":")[0]] = int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        answer = {"held": held, "rss": status.get("VmRSS", 0), "rss_peak": status.get("VmHWM", 0)}
+        if reset_peak:
+            try:
+                with open("/proc/self/clear_refs", "w") as f:
+                    f.write("5")
+            except OSError:
+                pass
+        return answer
 
     @op("release")
     def _release(self, *ids):

@@ -38,12 +38,12 @@
             [org.apache.clojure-mxnet.util :as util])
   (:import (java.io File)
            (java.nio ByteBuffer)
-           (java.util.concurrent Callable ExecutorService Executors ThreadFactory)
+           (java.util.concurrent Callable ExecutorService Executors ThreadFactory TimeUnit)
+           (java.util.concurrent.atomic AtomicLong)
            (java.net SocketTimeoutException)
-           (java.nio.file Files LinkOption)
-           (java.nio.file.attribute PosixFilePermission)
            (org.apache.clojure_mxnet.bridge Arena DirectEngine Engine FloatVector Handles
                                             Handles$Handle JPypeTransport Json Mapper
+                                            PrivateFiles PrivateFiles$UnsafeFileException
                                             Py4JTransport Py4JTransport$Attached Regions)))
 
 (set! *warn-on-reflection* true)
@@ -172,10 +172,11 @@
 
 (defn- engine-error [op m]
   (ex-info (str (:message m))
-           {:type (kebab-keyword (:type m))
-            :python-class (:python_class m)
-            :traceback (:traceback m)
-            :op op}))
+           (cond-> {:type (kebab-keyword (:type m))
+                    :python-class (:python_class m)
+                    :traceback (:traceback m)
+                    :op op}
+             (contains? m :may_have_run) (assoc :may-have-run (boolean (:may_have_run m))))))
 
 (defn- caused-by? [^Throwable e klass]
   (loop [e e]
@@ -183,25 +184,85 @@
           (instance? klass e) true
           :else (recur (.getCause e)))))
 
-(defn- transport-error [conn op ^Throwable e]
-  (let [alive? ((:alive? conn))
-        pid (:pid conn)]
+(defn- call-started
+  "After call `ticket` with `deadline` timed out: :started, :not-started or
+   :unknown, from the engine's call board (see Arena/started). Read only once
+   the deadline has passed (by a margin), so that :not-started is final: the
+   engine checks the deadline after it marks a call started."
+  [conn deadline ticket]
+  (let [^Arena a (:arena conn)
+        wait (- (+ (long deadline) 2) (System/currentTimeMillis))]
+    (if (or (not (:board? conn)) (not (pos? (long ticket))) (not (pos? (long deadline))))
+      :unknown
+      (do (when (pos? wait) (Thread/sleep wait))
+          (condp = (.started a (long ticket) (long (get-in conn [:info :arena_header])))
+            Arena/STARTED :started
+            Arena/NOT_STARTED :not-started
+            :unknown)))))
+
+(defn- transport-error
+  "The ex-info for call `op` that failed in the transport with `e`. Whether the
+   engine is dead is decided from its process: a call failing otherwise than
+   by a timeout waits (up to a second) for the process to finish exiting, as a
+   killed engine's sockets close before the JVM sees it exit."
+  [conn op ^Throwable e deadline ticket]
+  (let [timeout? (caused-by? e SocketTimeoutException)
+        pid (:pid conn)
+        dead? (or (not ((:alive? conn)))
+                  (and (not timeout?) ((:exited-within? conn) 1000)))]
     (cond
-      (not alive?)
+      dead?
       (ex-info (str "the mxkv engine (pid " pid ") is not running"
                     (when-let [c ((:exit-code conn))] (str " (exit code " c ")"))
                     "; " op " could not run. Objects from that engine are gone; "
                     "(org.apache.clojure-mxnet.bridge/restart!) starts a new engine.")
-               {:type :engine-dead :op op :pid pid :exit-code ((:exit-code conn))} e)
+               {:type :engine-dead :op op :pid pid :exit-code ((:exit-code conn))
+                :may-have-run false} e)
 
-      (caused-by? e SocketTimeoutException)
-      (ex-info (str "the mxkv engine (pid " pid ") did not answer " op " within "
-                    (:timeout-ms conn) " ms: it is frozen or overloaded (MXKV_CALL_TIMEOUT_MS)")
-               {:type :engine-timeout :op op :pid pid :timeout-ms (:timeout-ms conn)} e)
+      timeout?
+      (let [started (call-started conn deadline ticket)]
+        (ex-info (str "the mxkv engine (pid " pid ") did not answer " op " within "
+                      (:timeout-ms conn) " ms: it is frozen or overloaded (MXKV_CALL_TIMEOUT_MS); "
+                      (case started
+                        :not-started "the call had not started and will not run (it is safe to retry)"
+                        :started "the call had started and may still complete (retrying may apply it twice)"
+                        :unknown "the call may still run"))
+                 {:type :engine-timeout :op op :pid pid :timeout-ms (:timeout-ms conn)
+                  :may-have-run (not= started :not-started)} e))
 
       :else
       (ex-info (str "cannot reach the mxkv engine (pid " pid ") for " op ": " (.getMessage e))
-               {:type :engine-unreachable :op op :pid pid} e))))
+               {:type :engine-unreachable :op op :pid pid :may-have-run true} e))))
+
+(defn- process-gone?
+  "True when process `pid` no longer runs (absent, or a zombie)."
+  [pid]
+  (let [stat (io/file "/proc" (str pid) "stat")]
+    (if (.exists stat)
+      ;; (slurp fails on /proc files: they report no size)
+      (try (= "Z" (second (re-find #"\) (\S)" (String. (java.nio.file.Files/readAllBytes
+                                                         (.toPath stat))))))
+           (catch java.io.IOException _ (not (.exists stat))))
+      (not (.isPresent (java.lang.ProcessHandle/of (long pid)))))))
+
+(defn- exited-within
+  "A fn [ms] that waits up to ms for process `pid` to be gone; true if it is."
+  [pid]
+  (fn [ms]
+    (let [deadline (+ (System/currentTimeMillis) (long ms))]
+      (loop []
+        (cond (process-gone? pid) true
+              (> (System/currentTimeMillis) deadline) false
+              :else (do (Thread/sleep 5) (recur)))))))
+
+(defmacro ^:private refusing-unsafe-files
+  "Runs `body`; a file that PrivateFiles refused (a link, another user's, or
+   readable by others) becomes ex-info {:type :unsafe-file :path ..}."
+  [& body]
+  `(try ~@body
+        (catch PrivateFiles$UnsafeFileException e#
+          (throw (util/at-caller (ex-info (.getMessage e#) {:type :unsafe-file :path (.path e#)}
+                                          e#))))))
 
 ;;; ------------------------------------------------------------------ connections
 
@@ -220,22 +281,35 @@
                  (* (long (Double/parseDouble v)) 1024 1024))))]
     (Regions. (mb "MXKV_REGIONS_GC_MB" 512 8) (mb "MXKV_REGIONS_MAX_MB" 2047 2))))
 
+(defn- engine-gc-bytes
+  "Engine bytes that collectable arrays may hold before the JVM runs a GC to
+   free those that are garbage: MXKV_ENGINE_GC_MB (default 128; 0 turns it
+   off)."
+  []
+  (let [mb (env-long "MXKV_ENGINE_GC_MB" 128)]
+    (if (pos? mb) (* mb 1024 1024) Long/MAX_VALUE)))
+
 (defn connect
   "A connection over `engine` (an org.apache.clojure_mxnet.bridge.Engine).
    `transport` keys: :kind (:py4j, :jpype, :attached), :alive? (fn [] bool),
-   :exit-code (fn [] int|nil), :close (fn []), :pid, :timeout-ms, and how the
-   engine's memories are reached: :mapper (an org.apache.clojure_mxnet.bridge.Mapper
-   for the region space; default: map its file) and :arena (an Arena; default:
-   one mapping the arena's file)."
+   :exited-within? (fn [ms] bool: waits up to ms for the engine's process to
+   be gone), :exit-code (fn [] int|nil), :close (fn []), :pid, :timeout-ms (the
+   longest wait for an answer, and every call's deadline: 0 for none),
+   :board? (calls carry tickets the engine marks on the arena's call board:
+   engines in another process), and how the engine's memories are reached:
+   :mapper (an org.apache.clojure_mxnet.bridge.Mapper for the region space;
+   default: map its file) and :arena (an Arena; default: one mapping the
+   arena's file)."
   [^Engine engine transport]
   (let [info (Json/parse (.info engine))
         ^Arena arena (or (:arena transport) (Arena.))
         conn (merge {:alive? (constantly true) :exit-code (constantly nil) :close (fn [])
-                     :map-arena (fn [path size] (.buffer arena path size))
+                     :exited-within? (fn [_] false) :timeout-ms 0 :board? false
+                     :map-arena (fn [path size] (refusing-unsafe-files (.buffer arena path size)))
                      :mapper Mapper/FILES}
                     transport
-                    {:engine engine :handles (Handles. engine) :arena arena :info info
-                     :regions (regions info)
+                    {:engine engine :handles (Handles. engine (engine-gc-bytes)) :arena arena :info info
+                     :regions (regions info) :tickets (AtomicLong.)
                      :pid (or (:pid transport) (:pid info))})]
     ((:map-arena conn) (:arena info) (:arena_size info))
     conn))
@@ -257,18 +331,24 @@
      (connect (.engine t)
               {:kind :py4j
                :alive? #(.isAlive t)
+               :exited-within? #(.waitFor (.process t) (long %) TimeUnit/MILLISECONDS)
                :exit-code #(.exitCode t)
                :close #(.close t)
                :pid (.pid t)
                :timeout-ms call-timeout-ms
+               :board? true
                :transport t}))))
 
 (defn start-jpype
   "Starts an engine in this process over JPype and returns its connection.
    Python must host this JVM (`mxkv.jvm.start()`, `mxkv clj --transport
    jpype`); array data crosses through direct buffers over the engine's
-   memory, calls are JNI calls (no socket, no timeout)."
-  []
+   memory, calls are JNI calls (no socket). A call runs to its end once
+   started; one that cannot start within :call-timeout-ms (default
+   MXKV_CALL_TIMEOUT_MS, 60000; 0: no limit) because the engine is busy is
+   dropped unrun ({:type :engine-timeout :may-have-run false})."
+  ([] (start-jpype {}))
+  ([{:keys [call-timeout-ms] :or {call-timeout-ms (env-long "MXKV_CALL_TIMEOUT_MS" 60000)}}]
   (let [^DirectEngine e (try (JPypeTransport/start)
                              (catch IllegalStateException ex
                                (throw (ex-info (.getMessage ex) {:type :engine-start-failed
@@ -277,50 +357,45 @@
     (connect e {:kind :jpype
                 :alive? #(deref open?)
                 :close #(when (compare-and-set! open? true false) (.close e))
-                :timeout-ms 0
+                :timeout-ms call-timeout-ms
                 :arena (Arena. (Mapper/direct e "arena"))
-                :mapper (Mapper/direct e "regions")})))
-
-(defn- owner-only?
-  "True when only the file's owner may read or write `f` (POSIX permissions)."
-  [^File f]
-  (let [perms (Files/getPosixFilePermissions (.toPath f) (make-array LinkOption 0))]
-    (not-any? #(contains? perms %)
-              [PosixFilePermission/GROUP_READ PosixFilePermission/GROUP_WRITE
-               PosixFilePermission/OTHERS_READ PosixFilePermission/OTHERS_WRITE])))
+                :mapper (Mapper/direct e "regions")}))))
 
 (defn attach
   "Attaches to a running Python program that serves engines over Py4J
    (`mxkv.bridge.serve()`): reads the address, port and secret from
-   `attach-file` (which only its owner may read; anything else is refused),
-   and returns a connection to a new engine of that program. Closing the
-   connection leaves the program running. Options: :call-timeout-ms."
+   `attach-file` (a regular file of this user that no one else may read;
+   anything else is refused with {:type :unsafe-file}), and returns a
+   connection to a new engine of that program. Closing the connection leaves
+   the program running. Options: :call-timeout-ms."
   ([attach-file] (attach attach-file {}))
   ([attach-file {:keys [call-timeout-ms]
                  :or {call-timeout-ms (env-long "MXKV_CALL_TIMEOUT_MS" 60000)}}]
    (let [f (io/file attach-file)]
-     (when-not (.isFile f)
+     (when-not (.exists f)
        (throw (ex-info (str "no attach file at " f ": start the Python side with "
                             "mxkv.bridge.serve() and pass the path it reports")
                        {:type :engine-unreachable :file (str f)})))
-     (when-not (owner-only? f)
-       (throw (ex-info (str "refusing " f ": it holds a secret but others may read it "
-                            "(chmod 600 it, or let mxkv.bridge.serve() write it)")
-                       {:type :engine-unreachable :file (str f)})))
-     (let [{:keys [address port secret pid]} (Json/parse (slurp f))
+     (let [{:keys [address port secret pid]} (Json/parse (refusing-unsafe-files
+                                                          (PrivateFiles/read (.toPath f))))
+           _ (when (process-gone? pid)
+               (throw (ex-info (str "the program that wrote " f " (pid " pid ") is not running: "
+                                    "it was killed before it could remove the file")
+                               {:type :engine-dead :file (str f) :pid pid})))
            ^Py4JTransport$Attached t
            (try (Py4JTransport/attach ^String address (int port) ^String secret (int call-timeout-ms))
                 (catch Exception e
                   (throw (ex-info (str "cannot attach to the mxkv engine server at " address ":"
                                        port " (pid " pid "): " (.getMessage e))
                                   {:type :engine-unreachable :file (str f) :pid pid} e))))
-           alive? #(and (not (.isClosed t))
-                        (.isPresent (java.lang.ProcessHandle/of (long pid))))]
+           alive? #(and (not (.isClosed t)) (not (process-gone? pid)))]
        (connect (.engine t) {:kind :attached
                              :alive? alive?
+                             :exited-within? (exited-within pid)
                              :close #(.close t)
                              :pid pid
-                             :timeout-ms call-timeout-ms})))))
+                             :timeout-ms call-timeout-ms
+                             :board? true})))))
 
 (defn transport
   "The transport a new default connection uses: the JVM property
@@ -398,15 +473,23 @@
 ;;; ------------------------------------------------------------------ calls
 
 (defn call-json
-  "Runs engine operation `op` with JSON text `args`; returns the parsed result."
+  "Runs engine operation `op` with JSON text `args`; returns the parsed
+   result. The call carries a deadline (now + the connection's :timeout-ms)
+   past which the engine will not start it, and over Py4J a ticket the engine
+   marks when it starts it, so a timeout error can say whether it ran
+   (:may-have-run)."
   [conn ^String op ^String args]
   (let [^Engine e (:engine conn)
+        timeout (long (:timeout-ms conn))
+        deadline (if (pos? timeout) (+ (System/currentTimeMillis) timeout) 0)
+        ticket (if (:board? conn) (.incrementAndGet ^AtomicLong (:tickets conn)) 0)
         ^String r (try
-                    (.call e op args)
+                    (.call e op args deadline ticket)
                     (catch Exception ex
-                      (throw (util/at-caller (transport-error conn op ex)))))]
+                      (throw (util/at-caller (transport-error conn op ex deadline ticket)))))]
     (if (nil? r)
-      (throw (util/at-caller (transport-error conn op (IllegalStateException. "no answer"))))
+      (throw (util/at-caller (transport-error conn op (IllegalStateException. "no answer")
+                                              deadline ticket)))
       (case (.charAt r 0)
         \o (when (> (.length r) 1) (Json/parse r 1))
         \e (throw (util/at-caller (engine-error op (Json/parse r 1))))))))
@@ -431,12 +514,25 @@
 (defn tracked
   "Builds a Clojure object for engine object `id` with `(ctor handle)` and
    ties the engine object's life to it: the engine drops the object when the
-   Clojure object is garbage-collected or its handle disposed."
-  [conn id ctor]
-  (let [^Handles$Handle h (.handle ^Handles (:handles conn) (long id))
-        obj (ctor h)]
-    (.attach h obj)
-    obj))
+   Clojure object is garbage-collected or its handle disposed. `nbytes` is
+   the engine memory the object holds: when collectable objects hold more
+   than MXKV_ENGINE_GC_MB, this first runs a GC so that the engine drops
+   those that are garbage (see Handles)."
+  ([conn id ctor] (tracked conn id ctor 0))
+  ([conn id ctor nbytes]
+   (let [^Handles$Handle h (.handle ^Handles (:handles conn) (long id) (long nbytes))
+         obj (ctor h)]
+     (.attach h obj)
+     obj)))
+
+(defn handle-stats
+  "The handle table's memory accounting for `conn` (default: the default
+   connection): :live-bytes (engine bytes held by objects not yet released),
+   :gc-at, :collections (GCs run because :live-bytes passed :gc-at), :released."
+  ([] (handle-stats (connection)))
+  ([conn] (let [^Handles h (:handles conn)]
+            {:live-bytes (.liveBytes h) :gc-at (.gcAt h) :collections (.collections h)
+             :released (.releasedCount h)})))
 
 (defn flush-releases!
   "Sends pending releases now."
@@ -508,7 +604,7 @@
         i (.indexOf m ^String direct-error-prefix)]
     (if (>= i 0)
       (engine-error op (Json/parse (subs m (+ i (count direct-error-prefix)))))
-      (transport-error conn op ex))))
+      (transport-error conn op ex 0 0))))
 
 (defn- direct
   "The in-process engine of `conn` (JPype), or nil."
@@ -607,10 +703,11 @@
 
 (defn- engine-done?
   "True when the call that failed with `e` can no longer write: the engine
-   returned an error as data (the call finished), or the engine is dead."
+   returned an error as data (the call finished), the engine is dead, or the
+   call never started and never will (:may-have-run false)."
   [e]
   (let [d (ex-data e)]
-    (boolean (or (:python-class d) (= :engine-dead (:type d))))))
+    (boolean (or (:python-class d) (= :engine-dead (:type d)) (false? (:may-have-run d))))))
 
 (defn read-vec
   "The `n` elements of array `id` (converted to float32) as a FloatVector.
@@ -635,7 +732,8 @@
                                   (vreset! done? (engine-done? e))
                                   (throw e)))]
             (vreset! done? true)
-            (.vector r ^Mapper (:mapper conn) ^String path (long size) off n))
+            (refusing-unsafe-files
+             (.vector r ^Mapper (:mapper conn) ^String path (long size) off n)))
           (catch Throwable e
             ;; A region is returned only once the engine is known to be done
             ;; with it; after a timeout it may still write there, so it stays
@@ -664,7 +762,9 @@
       (.order (.share e (long id)) (java.nio.ByteOrder/nativeOrder))
       (catch Exception ex
         (throw (direct-error conn "nd.share" ex))))
-    (let [[path off nbytes] (call conn "nd.share" [id])]
-      (-> (.map Mapper/FILES ^String path (+ (long off) (long nbytes)))
+    (let [[path off nbytes] (call conn "nd.share" [id])
+          ^ByteBuffer m (refusing-unsafe-files
+                         (.map Mapper/FILES ^String path (+ (long off) (long nbytes))))]
+      (-> m
           (.slice (int off) (int nbytes))
           (.order (java.nio.ByteOrder/nativeOrder))))))

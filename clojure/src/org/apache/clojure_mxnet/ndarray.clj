@@ -88,6 +88,16 @@
   (check-ndarray a "the array")
   (bridge/handle-id (.-handle ^NDArray a) "NDArray"))
 
+(def ^:private itemsize
+  {"uint8" 1 "int8" 1 "float16" 2 "int32" 4 "float32" 4 "int64" 8 "float64" 8})
+
+(defn- engine-bytes
+  "The engine memory of a dense array of `shape` and dtype `dt` (a name):
+   what its handle accounts for (a row_sparse array counts as dense)."
+  ^long [shape dt]
+  (loop [n (long (get itemsize dt 8)) s (seq shape)]
+    (if s (recur (clojure.core/* n (long (first s))) (next s)) n)))
+
 (defn wrap
   "The NDArray for an engine result `meta`: [id shape dtype dev-type dev-id stype].
    It belongs to this thread's open resource scope, if any."
@@ -97,7 +107,8 @@
                             (NDArray. conn handle (mapv int shape) (dtype/->dtype dt)
                                       (mx-context/->Context dev-type (long dev-id))
                                       (or stype "default")
-                                      (atom {:direct {} :from []}))))]
+                                      (atom {:direct {} :from []})))
+                          (engine-bytes shape dt))]
     (resource-scope/track! a (.-handle ^NDArray a))))
 
 (defn- conn-of [a]

@@ -1,12 +1,14 @@
 (ns org.apache.clojure-mxnet.bridge-test
-  "The bridge itself: errors as data, handles freed by the GC, a dead or
-   frozen engine giving a prompt error, the shared-memory arena's life."
+  "The bridge itself: errors as data, handles freed by the GC, the
+   shared-memory arena's life, files the JVM refuses to map. (Frozen and
+   killed engines: faults_test.clj.)"
   (:require [clojure.java.io :as io]
             [clojure.test :refer :all]
             [org.apache.clojure-mxnet.bridge :as bridge]
             [org.apache.clojure-mxnet.kvstore :as kvstore]
             [org.apache.clojure-mxnet.ndarray :as ndarray])
-  (:import (org.apache.clojure_mxnet.bridge Json Py4JTransport)))
+  (:import (org.apache.clojure_mxnet.bridge Json Mapper PrivateFiles$UnsafeFileException
+                                            Py4JTransport)))
 
 (defn- wait-until [timeout-ms pred]
   (let [deadline (+ (System/currentTimeMillis) timeout-ms)]
@@ -17,12 +19,6 @@
             (recur))))))
 
 (defn- live-handles [] (:handles (bridge/stats)))
-
-(defn- stopped?
-  "True when process `pid` (a string) is stopped (state T in /proc)."
-  [pid]
-  (let [stat (String. (java.nio.file.Files/readAllBytes (.toPath (io/file "/proc" pid "stat"))))]
-    (= "T" (second (re-find #"\) (\S)" stat)))))
 
 (deftest engine-errors-are-ex-info-with-python-details
   (let [kv (kvstore/create)]
@@ -89,36 +85,6 @@
     (is (wait-until 5000 #(not (.isAlive (.process t)))))
     (is (not (.exists (io/file arena))))))
 
-(deftest a-frozen-or-dead-engine-gives-a-prompt-error
-  (let [conn (bridge/start-py4j {:call-timeout-ms 1000})
-        ^Py4JTransport t (:transport conn)
-        pid (str (.pid t))
-        timed (fn [f] (let [t0 (System/nanoTime)
-                            r (try (f) nil (catch clojure.lang.ExceptionInfo e e))]
-                        [r (/ (- (System/nanoTime) t0) 1e6)]))]
-    (try
-      (is (nil? (bridge/call conn "noop")))
-      (testing "frozen (SIGSTOP): a timeout error, not a hang"
-        (.waitFor (.start (ProcessBuilder. ["kill" "-STOP" pid])))
-        ;; The stop takes effect when the engine's threads next run: on a
-        ;; loaded machine that can be after the next call was answered.
-        (is (wait-until 5000 #(stopped? pid)) "the engine is stopped")
-        (let [[e ms] (timed #(bridge/call conn "noop"))]
-          (is (= :engine-timeout (:type (ex-data e))))
-          (is (< ms 5000))
-          (is (re-find #"did not answer noop within 1000 ms" (ex-message e))))
-        (.waitFor (.start (ProcessBuilder. ["kill" "-CONT" pid])))
-        (is (nil? (bridge/call conn "noop")) "it answers again once resumed"))
-      (testing "dead: an error at once"
-        (.waitFor (.destroyForcibly (.process t)))
-        (let [[e ms] (timed #(bridge/call conn "noop"))]
-          (is (= :engine-dead (:type (ex-data e))))
-          (is (< ms 2000))
-          (is (re-find #"not running" (ex-message e)))))
-      (finally
-        (.waitFor (.start (ProcessBuilder. ["kill" "-CONT" pid])))
-        (bridge/close! conn)))))
-
 (deftest the-engine-secret-is-not-on-its-command-line
   (let [conn (bridge/start-py4j)
         ^Py4JTransport t (:transport conn)]
@@ -166,3 +132,36 @@
         (is (some? e) what)
         (is (re-find #"^org\.apache\.clojure_mxnet\.bridge_test\$" (top-frame e)) what)
         (is (not (re-find #"Traceback" (ex-message e))) what)))))
+
+(defn- private-file
+  "A new file in `dir` with mode `perms` (e.g. \"rw-------\")."
+  ^java.io.File [^java.io.File dir name perms]
+  (let [f (io/file dir name)]
+    (spit f "{}")
+    (java.nio.file.Files/setPosixFilePermissions
+     (.toPath f) (java.nio.file.attribute.PosixFilePermissions/fromString perms))
+    f))
+
+(deftest the-jvm-maps-only-private-files-of-its-user-never-through-a-link
+  (let [dir (.toFile (java.nio.file.Files/createTempDirectory
+                      "mxkv-private-" (make-array java.nio.file.attribute.FileAttribute 0)))
+        mine (private-file dir "mine" "rw-------")
+        open (private-file dir "open" "rw-r--r--")
+        link (io/file dir "link")
+        refused (fn [^java.io.File f]
+                  (try (.map Mapper/FILES (.getPath f) 4096) nil
+                       (catch PrivateFiles$UnsafeFileException e (ex-message e))))]
+    (java.nio.file.Files/createSymbolicLink (.toPath link) (.toPath mine)
+                                            (make-array java.nio.file.attribute.FileAttribute 0))
+    (try
+      (is (nil? (refused mine)) "a private regular file of ours maps")
+      (is (re-find #"other users may access it" (str (refused open))))
+      (is (re-find #"is a symbolic link" (str (refused link))))
+      (is (re-find #"cannot read its attributes" (str (refused (io/file dir "missing")))))
+      (testing "attach refuses the same, as data"
+        (doseq [[f msg] [[open #"other users may access it"] [link #"symbolic link"]]]
+          (let [e (is (thrown? clojure.lang.ExceptionInfo (bridge/attach (.getPath ^java.io.File f))))]
+            (is (= :unsafe-file (:type (ex-data e))))
+            (is (re-find msg (ex-message e))))))
+      (finally
+        (run! #(.delete ^java.io.File %) [link open mine dir])))))

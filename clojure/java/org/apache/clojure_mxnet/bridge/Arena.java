@@ -47,10 +47,19 @@ public final class Arena {
     private static final VarHandle LONGS =
             MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.nativeOrder());
 
+    /** Byte offset of the call board in the arena's header (see {@link #started}). */
+    public static final int BOARD = 64;
+    /** {@link #started}: the call's ticket is on the board. */
+    public static final int STARTED = 1;
+    /** {@link #started}: the call's slot holds an earlier ticket. */
+    public static final int NOT_STARTED = 0;
+    /** {@link #started}: a later call has taken the slot, or there is no board. */
+    public static final int UNKNOWN = -1;
+
     private final Mapper mapper;
     private String path;
     private long size;
-    private ByteBuffer buf;
+    private volatile ByteBuffer buf;
 
     /** The arena of an engine in another process: its /dev/shm file, mapped. */
     public Arena() {
@@ -73,6 +82,25 @@ public final class Arena {
             this.size = size;
         }
         return buf;
+    }
+
+    /**
+     * Whether the engine started the call with {@code ticket}: when a call
+     * starts, the engine writes its ticket in slot {@code ticket % slots} of
+     * the call board (the int64s from byte {@link #BOARD} to {@code header})
+     * before it checks the call's deadline. Read after the deadline has
+     * passed, {@link #NOT_STARTED} therefore means the call never ran and
+     * never will. Not synchronized: a transfer may hold this arena's monitor
+     * while its own call waits on the same frozen engine.
+     */
+    public int started(long ticket, long header) {
+        ByteBuffer b = buf;
+        long slots = (header - BOARD) / 8;
+        if (b == null || slots <= 0 || ticket <= 0) {
+            return UNKNOWN;
+        }
+        long v = (long) LONGS.getVolatile(b, (int) (BOARD + 8 * (ticket % slots)));
+        return v == ticket ? STARTED : v < ticket ? NOT_STARTED : UNKNOWN;
     }
 
     public synchronized long mappedSize() {

@@ -31,6 +31,24 @@ public interface Engine {
     String call(String op, String args);
 
     /**
+     * {@link #call(String, String)} with a deadline: the engine does not
+     * start the call once {@code deadline} has passed (it answers an
+     * {@code engine-timeout} error map with {@code may_have_run} false
+     * instead), so a caller that gave up on a call can retry it without
+     * applying it twice.
+     *
+     * @param deadline the wall-clock time, in milliseconds since the epoch,
+     *                 after which the call must not start; 0 for none
+     * @param ticket   a positive number unique among this caller's calls, or
+     *                 0: when the call starts the engine first writes it on
+     *                 the call board (a slot of the arena's header, see
+     *                 {@link Arena#started}), where a caller whose wait
+     *                 timed out can read whether it started; a ticket
+     *                 delivered twice runs once
+     */
+    String call(String op, String args, long deadline, long ticket);
+
+    /**
      * Static facts about the engine, as a JSON map: {@code pid},
      * {@code version}, {@code python}, {@code arena} (path) and
      * {@code arena_size}.

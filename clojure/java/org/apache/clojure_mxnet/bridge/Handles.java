@@ -18,6 +18,16 @@ import java.util.concurrent.atomic.AtomicLong;
  * sends the queued ids to the engine in one {@code release} call. Explicit
  * {@code dispose} goes through the same path, so an id is released exactly
  * once whichever comes first.
+ *
+ * <p>Engine memory is bounded: each handle carries the bytes of the engine
+ * object it holds (an array's size), and this side keeps the sum over the
+ * handles not yet released. A Clojure NDArray is a few dozen bytes of heap
+ * however large its engine array, so a loop that drops large arrays may
+ * never make the JVM collect by itself; when the sum passes {@code gcAt} the
+ * creating thread runs a GC, waits for the Cleaner (see {@link Collector}),
+ * and sends the releases before it goes on. Then {@code gcAt} becomes twice
+ * what is still held, and never less than the budget: held arrays cost a
+ * logarithmic number of collections.
  */
 public final class Handles {
     /** The bridge's one Cleaner thread: engine handles here, arena regions in {@link Regions}. */
@@ -26,11 +36,30 @@ public final class Handles {
     private final Engine engine;
     private final LinkedBlockingQueue<Long> pending = new LinkedBlockingQueue<>();
     private final AtomicLong released = new AtomicLong();
+    /** Engine bytes held by handles not yet released (queued ones excluded). */
+    private final AtomicLong liveBytes = new AtomicLong();
+    /** Handles the Cleaner has queued so far (what {@link Collector} watches). */
+    private final AtomicLong cleaned = new AtomicLong();
+    private final Object collecting = new Object();
+    private final long budget;
+    private volatile long gcAt;
+    private volatile long collections;
     private final Thread flusher;
     private volatile boolean closed;
 
+    /** Handles without a memory budget (the GC alone frees engine objects). */
     public Handles(Engine engine) {
+        this(engine, Long.MAX_VALUE);
+    }
+
+    /**
+     * @param budget engine bytes held by collectable handles before a GC is
+     *               run to free those that are garbage (Long.MAX_VALUE: never)
+     */
+    public Handles(Engine engine, long budget) {
         this.engine = engine;
+        this.budget = Math.max(1, budget);
+        this.gcAt = this.budget;
         this.flusher = new Thread(this::flushLoop, "mxkv-handle-release");
         this.flusher.setDaemon(true);
         this.flusher.start();
@@ -39,13 +68,20 @@ public final class Handles {
     /** One engine object's id, released once: by dispose or by the GC. */
     public static final class Handle implements Runnable {
         private final long id;
+        private final long nbytes;
         private final Handles owner;
         private final AtomicBoolean done = new AtomicBoolean();
         private volatile Cleaner.Cleanable cleanable;
 
-        private Handle(long id, Handles owner) {
+        private Handle(long id, long nbytes, Handles owner) {
             this.id = id;
+            this.nbytes = nbytes;
             this.owner = owner;
+        }
+
+        /** The engine bytes this handle holds (an array's size; 0 when unknown). */
+        public long nbytes() {
+            return nbytes;
         }
 
         public long id() {
@@ -60,7 +96,9 @@ public final class Handles {
         @Override
         public void run() {
             if (done.compareAndSet(false, true)) {
+                owner.liveBytes.addAndGet(-nbytes);
                 owner.pending.offer(id);
+                owner.cleaned.incrementAndGet();
             }
         }
 
@@ -76,6 +114,7 @@ public final class Handles {
         /** Releases now: the engine has dropped the object when this returns. */
         public void dispose() {
             if (done.compareAndSet(false, true)) {
+                owner.liveBytes.addAndGet(-nbytes);
                 owner.sendNow(id);
             }
             Cleaner.Cleanable c = cleanable;
@@ -90,12 +129,58 @@ public final class Handles {
      * the Clojure object that holds it, so that the GC can free it.
      */
     public Handle handle(long id) {
-        return new Handle(id, this);
+        return handle(id, 0);
+    }
+
+    /**
+     * A handle for engine object {@code id} holding {@code nbytes} of engine
+     * memory. When the bytes held pass the budget, first collects the
+     * handles that are garbage (see the class comment).
+     */
+    public Handle handle(long id, long nbytes) {
+        long nb = Math.max(0, nbytes);
+        if (nb > 0 && liveBytes.addAndGet(nb) > gcAt) {
+            collect();
+        }
+        return new Handle(id, nb, this);
     }
 
     /** {@link #handle} and {@link Handle#attach} in one step. */
     public Handle track(Object owner, long id) {
         return handle(id).attach(owner);
+    }
+
+    /**
+     * Runs a GC, waits for the Cleaner and sends the releases it queued, so
+     * that the engine has dropped every garbage object when this returns;
+     * one thread at a time (the others wait for its result).
+     */
+    private void collect() {
+        synchronized (collecting) {
+            if (liveBytes.get() <= gcAt || closed) {
+                return; // another thread collected meanwhile
+            }
+            collections++;
+            Collector.collect(null, cleaned::get, () -> false);
+            flush();
+            long held = liveBytes.get();
+            gcAt = Math.max(budget, held > Long.MAX_VALUE / 2 ? Long.MAX_VALUE : 2 * held);
+        }
+    }
+
+    /** Engine bytes held by handles not yet released. */
+    public long liveBytes() {
+        return liveBytes.get();
+    }
+
+    /** The bytes held past which the next handle first runs a GC. */
+    public long gcAt() {
+        return gcAt;
+    }
+
+    /** GCs run because the bytes held passed {@link #gcAt}. */
+    public long collections() {
+        return collections;
     }
 
     /**
@@ -107,6 +192,7 @@ public final class Handles {
         Map<Handles, List<Long>> byOwner = new IdentityHashMap<>();
         for (Handle h : handles) {
             if (h.done.compareAndSet(false, true)) {
+                h.owner.liveBytes.addAndGet(-h.nbytes);
                 byOwner.computeIfAbsent(h.owner, o -> new ArrayList<>()).add(h.id);
             }
             Cleaner.Cleanable c = h.cleanable;

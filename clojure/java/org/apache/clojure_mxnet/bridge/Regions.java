@@ -7,7 +7,6 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -197,49 +196,14 @@ public final class Regions {
 
     /**
      * Runs a GC and waits (releasing this monitor, so that the Cleaner can
-     * free) until the Cleaner has run what it found: a sentinel registered
-     * before the GC has been cleaned and frees stopped arriving, or a block
-     * of {@code len} bytes is free. The sentinel is waited for up to
-     * {@link #SENTINEL_MS} (a loaded machine runs the Cleaner late; deciding
-     * too early would grow the space for regions that are about to be
-     * freed), or 50 ms where explicit GCs are disabled and it never comes.
+     * free) until the Cleaner has run what it found or a block of {@code len}
+     * bytes is free (see {@link Collector}): deciding too early would grow the
+     * space for regions that are about to be freed.
      */
     private void collect(long len) {
         collections++;
-        CountDownLatch sentinel = new CountDownLatch(1);
-        Handles.CLEANER.register(new Object(), sentinel::countDown);
-        System.gc();
-        long deadline = System.nanoTime()
-                + TimeUnit.MILLISECONDS.toNanos(EXPLICIT_GC ? SENTINEL_MS : 50);
-        // The Cleaner may run the sentinel before the regions the GC found: after it,
-        // wait until frees have stopped arriving for a while (longer than a loaded
-        // machine's scheduling gaps).
-        long quietNs = TimeUnit.MILLISECONDS.toNanos(20);
-        long seen = frees;
-        long quietUntil = Long.MAX_VALUE;
-        try {
-            while (System.nanoTime() < deadline && !fits(len)) {
-                if (sentinel.getCount() == 0) {
-                    if (frees != seen || quietUntil == Long.MAX_VALUE) {
-                        seen = frees;
-                        quietUntil = System.nanoTime() + quietNs;
-                    } else if (System.nanoTime() > quietUntil) {
-                        return;
-                    }
-                }
-                wait(1);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        Collector.collect(this, () -> frees, () -> fits(len));
     }
-
-    /** The longest wait for the Cleaner after a GC, in milliseconds. */
-    static final long SENTINEL_MS = 2000;
-
-    /** Whether System.gc() runs a collection (not -XX:+DisableExplicitGC). */
-    static final boolean EXPLICIT_GC = java.lang.management.ManagementFactory.getRuntimeMXBean()
-            .getInputArguments().stream().noneMatch(a -> a.equals("-XX:+DisableExplicitGC"));
 
     private boolean fits(long len) {
         if (top + len <= Math.min(cap, Math.max(extent, gcAt))) {

@@ -1,0 +1,174 @@
+(ns org.apache.clojure-mxnet.faults-test
+  "Process faults, and calls that are never applied twice. A frozen engine
+   (SIGSTOP) gives :engine-timeout within a second of the call timeout, and
+   the call it held is dropped when the engine resumes (:may-have-run false:
+   safe to retry); a call the engine had started says :may-have-run true; a
+   killed engine, even under load from eight threads, is :engine-dead at
+   once, leaves no files behind, and restart! works right away. Over JPype
+   the engine is this process: the same promises are tested with a busy
+   engine and a closed one. (A killed JVM is tests/test_bridge_py4j.py.)"
+  (:require [clojure.java.io :as io]
+            [clojure.test :refer :all]
+            [org.apache.clojure-mxnet.bridge :as bridge]
+            [org.apache.clojure-mxnet.kvstore :as kvstore]
+            [org.apache.clojure-mxnet.ndarray :as ndarray]
+            [org.apache.clojure-mxnet.optimizer :as optimizer])
+  (:import (clojure.lang ExceptionInfo)
+           (java.util.concurrent TimeUnit)
+           (org.apache.clojure_mxnet.bridge Py4JTransport)))
+
+(set! *warn-on-reflection* true)
+
+(defn- wait-until [timeout-ms pred]
+  (let [deadline (+ (System/currentTimeMillis) timeout-ms)]
+    (loop []
+      (or (pred)
+          (when (< (System/currentTimeMillis) deadline)
+            (Thread/sleep 10)
+            (recur))))))
+
+(defn- signal! [sig pid]
+  (.waitFor (.start (ProcessBuilder. ^java.util.List (list "kill" (str "-" sig) (str pid))))))
+
+(defn- stopped?
+  "True when process `pid` is stopped (state T in /proc)."
+  [pid]
+  (let [stat (String. (java.nio.file.Files/readAllBytes (.toPath (io/file "/proc" (str pid) "stat"))))]
+    (= "T" (second (re-find #"\) (\S)" stat)))))
+
+(defn- timed
+  "[the ex-info (f) threw, or nil; milliseconds it took]."
+  [f]
+  (let [t0 (System/nanoTime)
+        e (try (f) nil (catch ExceptionInfo e e))]
+    [e (/ (- (System/nanoTime) t0) 1e6)]))
+
+(defn- with-connection
+  "Runs (f conn) with `conn` as the default connection, then closes it."
+  [conn f]
+  (let [old (bridge/connection)]
+    (try
+      (bridge/use-connection! conn)
+      (f conn)
+      (finally
+        (bridge/use-connection! old)
+        (bridge/close! conn)))))
+
+(defn- adder
+  "A store whose key \"w\" (4 zeros) adds every push to itself."
+  []
+  (doto (kvstore/create)
+    (kvstore/init "w" (ndarray/zeros [4]))
+    (kvstore/set-optimizer (optimizer/->Optimizer "test" {"rescale_grad" 1.0}))))
+
+(defn- value [kv]
+  (let [out (ndarray/zeros [4])]
+    (kvstore/pull kv "w" out)
+    (first (ndarray/->vec out))))
+
+(defn- start [timeout-ms]
+  (if (= :py4j (bridge/transport))
+    (bridge/start-py4j {:call-timeout-ms timeout-ms})
+    (bridge/start-jpype {:call-timeout-ms timeout-ms})))
+
+;;; ------------------------------------------------------------------ timeouts
+
+(deftest a-call-the-engine-could-not-start-in-time-is-never-applied
+  (with-connection
+    (start 300)
+    (fn [conn]
+      (let [kv (adder)
+            g (ndarray/ones [4])]
+        (kvstore/push kv "w" g)
+        (is (= 1.0 (value kv)))
+        (if (= :py4j (bridge/kind conn))
+          (let [pid (:pid conn)]
+            (testing "frozen (SIGSTOP): a timeout error within a second, not a hang"
+              (try
+                (signal! "STOP" pid)
+                ;; The stop takes effect when the engine's threads next run.
+                (is (wait-until 5000 #(stopped? pid)) "the engine is stopped")
+                (let [[e ms] (timed #(kvstore/push kv "w" g))]
+                  (is (= :engine-timeout (:type (ex-data e))))
+                  (is (false? (:may-have-run (ex-data e))) "it had not started")
+                  (is (re-find #"did not answer kv.push within 300 ms" (ex-message e)))
+                  (is (re-find #"safe to retry" (ex-message e)))
+                  (is (< ms 1300) (str "the error came after " ms " ms")))
+                (finally (signal! "CONT" pid)))))
+          (testing "busy (another thread holds the engine): dropped at its deadline"
+            (let [busy (future (bridge/call conn "sleep" [1.0]))]
+              (Thread/sleep 100)
+              (let [[e ms] (timed #(kvstore/push kv "w" g))]
+                (is (= :engine-timeout (:type (ex-data e))))
+                (is (false? (:may-have-run (ex-data e))))
+                (is (re-find #"safe to retry" (ex-message e)))
+                (is (< ms 1000) (str "the error came after " ms " ms")))
+              (is (nil? (deref busy 10000 :hung))))))
+        (testing "the engine answers again, and did not apply the dropped push"
+          (is (= 1.0 (value kv)))
+          (kvstore/push kv "w" g)
+          (is (= 2.0 (value kv)) "the retry is applied once"))))))
+
+(deftest a-call-the-engine-had-started-may-have-run
+  (with-connection
+    (start 300)
+    (fn [conn]
+      (if (= :py4j (bridge/kind conn))
+        (let [[e ms] (timed #(bridge/call conn "sleep" [1.5]))]
+          (is (= :engine-timeout (:type (ex-data e))))
+          (is (true? (:may-have-run (ex-data e))) "it had started: it may still complete")
+          (is (re-find #"may still complete" (ex-message e)))
+          (is (< ms 1300)))
+        (testing "over JPype a started call runs to its end and answers"
+          (let [[e ms] (timed #(bridge/call conn "sleep" [0.5]))]
+            (is (nil? e))
+            (is (>= ms 450)))))
+      (is (wait-until 5000 #(try (nil? (bridge/call conn "noop")) (catch ExceptionInfo _ false)))
+          "the engine answers once the call is over"))))
+
+;;; ------------------------------------------------------------------ kills
+
+(defn- kill!
+  "Kills `conn`'s engine: kill -9 over Py4J, close over JPype (the engine is
+   this process)."
+  [conn]
+  (if (= :py4j (bridge/kind conn))
+    (.waitFor (.destroyForcibly (.process ^Py4JTransport (:transport conn))))
+    ((:close conn))))
+
+(defn- shm-files [conn]
+  (filter string? [(get-in conn [:info :arena]) (get-in conn [:info :regions])]))
+
+(deftest a-killed-engine-under-load-is-engine-dead-at-once-and-leaves-no-files
+  (dotimes [trial 3]
+    (let [old (bridge/connection)
+          conn (bridge/use-connection! (bridge/start))
+          kv (adder)
+          g (ndarray/ones [4])
+          go (promise)
+          threads (vec (for [_ (range 8)]
+                         (future
+                           @go
+                           (try (loop [n 0] (kvstore/push kv "w" g) (recur (inc n)))
+                                (catch ExceptionInfo e [e (System/nanoTime)])))))]
+      (try
+        (deliver go true)
+        (Thread/sleep 100)
+        (let [t0 (System/nanoTime)]
+          (kill! conn)
+          (doseq [t threads]
+            (let [[e t1] (deref t 10000 [nil 0])
+                  ms (/ (- (long t1) t0) 1e6)]
+              (is (= :engine-dead (:type (ex-data e))) (str "trial " trial ": " (ex-message e)))
+              (is (false? (:may-have-run (ex-data e))))
+              (is (< ms 1000) (str "trial " trial ": the error came " ms " ms after the kill")))))
+        (testing "restart! right after the kill"
+          (let [fresh (bridge/restart!)]
+            (is (not (identical? (:engine conn) (:engine fresh))) "a new engine")
+            (is (= [1.0 1.0] (ndarray/->vec (ndarray/ones [2]))))
+            (bridge/close! fresh)))
+        (testing "no files left behind"
+          (is (wait-until 2000 #(not-any? (fn [^String p] (.exists (io/file p))) (shm-files conn)))
+              (str (vec (shm-files conn)))))
+        (finally
+          (bridge/use-connection! old))))))
