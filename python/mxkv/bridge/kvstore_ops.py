@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import os
 
+from .._params import check_params
 from ..base import MXNetTypeError, MXNetValueError
 from .registry import group as _group
 from .registry import op
@@ -117,7 +118,9 @@ class KVStoreOps:
         if kind not in classes:
             raise MXNetValueError(f"unknown lr scheduler {kind!r}; expected one of "
                                   f"{sorted(classes)}")
-        return getattr(self.mx.lr_scheduler, classes[kind])(**spec)
+        klass = getattr(self.mx.lr_scheduler, classes[kind])
+        check_params(klass, spec, f"lr scheduler {kind!r}")
+        return klass(**spec)
 
     # ------------------------------------------------------------ optimizers by hand
     @op("opt.create")

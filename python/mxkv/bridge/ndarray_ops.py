@@ -26,16 +26,16 @@ class NDArrayOps:
         nd = self.mx.nd
         ctx = self.ctx(dev_type, dev_id)
         shape = tuple(shape)
-        if kind == "zeros":
-            arr = nd.zeros(shape, ctx=ctx, dtype=dtype)
-        elif kind == "ones":
-            arr = nd.ones(shape, ctx=ctx, dtype=dtype)
-        elif kind == "empty":
-            arr = nd.empty(shape, ctx=ctx, dtype=dtype)
-        elif kind == "full":
-            arr = nd.full(shape, value, ctx=ctx, dtype=dtype)
-        else:
+        make = {"zeros": nd.zeros, "ones": nd.ones, "empty": nd.empty}.get(kind)
+        if make is None and kind != "full":
             raise MXNetValueError(f"unknown array kind {kind!r}")
+        try:
+            arr = (nd.full(shape, value, ctx=ctx, dtype=dtype) if make is None
+                   else make(shape, ctx=ctx, dtype=dtype))
+        except (MemoryError, ValueError) as exc:
+            # numpy's "array is too big" names no shape: say which
+            raise MXNetValueError(f"cannot make an array of shape {shape} and dtype {dtype} on "
+                                  f"{ctx}: {exc}") from None
         return self.meta(arr)
 
     @op("nd.arange")

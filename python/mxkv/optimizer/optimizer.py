@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Union
 
 import numpy as np
 
+from .._params import check_params
 from ..base import UnknownOptimizerError
 from ._arrays import copy_as, dense_view, is_row_sparse, new_like
 
@@ -136,7 +137,10 @@ class Optimizer:
         ------
         MXNetError
             (also a ``ValueError``, as MXNet's) when no optimizer has that name;
-            the message lists the known ones.
+            the message lists the known ones. Also (``MXNetTypeError``,
+            ``MXNetValueError``; MXNet accepts them and every update fails) when
+            a parameter is not of the type the optimizer declares, or is a NaN
+            or infinite number.
 
         Examples
         --------
@@ -147,6 +151,7 @@ class Optimizer:
         if klass is None:
             known = ", ".join(sorted(Optimizer.opt_registry))
             raise UnknownOptimizerError(f"Cannot find optimizer {name}; known optimizers: {known}")
+        check_params(klass, kwargs, f"optimizer {name!r}")
         return klass(**kwargs)
 
     # ------------------------------------------------------------ learning rate
