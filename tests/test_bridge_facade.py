@@ -384,3 +384,12 @@ def test_memory_reports_held_arrays_and_the_process(facade):
     assert after["rss"] > 0 and after["rss_peak"] >= after["rss"] * 0.5
     facade.call("release", json.dumps([meta[0]]))
     assert answer(facade.call("memory", "[]"))[1]["held"] == before["held"]
+
+
+def test_a_call_that_finds_the_engine_closed_says_it_is_dead(tmp_path):
+    f = EngineFacade(arena=Arena(str(tmp_path)))
+    _, meta = answer(f.call("nd.create", json.dumps(["ones", [2], "cpu", 0, "float32", None])))
+    f.close()
+    kind, err = answer(f.call("nd.equal", json.dumps([meta[0], meta[0]])))
+    assert kind == "e" and err["type"] == "engine-dead" and err["may_have_run"] is False
+    assert "closed" in err["message"]

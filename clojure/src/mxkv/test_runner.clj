@@ -5,7 +5,8 @@
    Usage: clojure -M -m mxkv.test-runner DIR [NS-REGEX...]"
   (:require [clojure.java.io :as io]
             [clojure.string :as str]
-            [clojure.test :as t]))
+            [clojure.test :as t]
+            [org.apache.clojure-mxnet.bridge :as bridge]))
 
 (defn test-namespaces
   "Namespace symbols of the *_test.clj files under `dir`."
@@ -33,4 +34,7 @@
     ;; the plain closing line CI reads: assertions passed and failed
     (println (format "clojure: %d passed, %d failed" pass (+ fail error)))
     (flush)
+    ;; Close the engine first: in a JVM that Python hosts (JPype), a thread
+    ;; still calling into Python when the process exits crashes it.
+    (bridge/close!)
     (System/exit (if (zero? (+ fail error)) 0 1))))

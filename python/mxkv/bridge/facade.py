@@ -10,8 +10,9 @@ looks the handles up, calls the engine exactly as a Python user of MXNet 1.9
 would, and answers ``"o"`` (done), ``"o" + JSON`` (a value) or ``"e" + JSON``
 (an error map with ``type``, ``message``, ``python_class`` and
 ``traceback``). ``type`` is ``mxnet-error`` for anything the engine raised,
-and ``engine-timeout`` (with ``may_have_run``) for a call dropped unrun
-because its deadline passed before it could start.
+``engine-timeout`` (with ``may_have_run``) for a call dropped unrun because
+its deadline passed before it could start, and ``engine-dead`` for a call
+that found the engine closed.
 
 An array is described to the JVM by its *meta*: ``[id, shape, dtype,
 device_type, device_id, stype]``; the JVM caches it, so asking an array's
@@ -90,6 +91,7 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
         self.calls = 0
+        self.closed = False
 
     # ------------------------------------------------------------ Engine
     def call(self, name: str, args: str, deadline: int = 0, ticket: int = 0) -> str:
@@ -114,6 +116,12 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
             elif not self._lock.acquire(timeout=max(0.0, deadline / 1000.0 - time.time())):
                 return "e" + _dumps(self._late(name, deadline, "the engine was busy"))
             try:
+                if self.closed:
+                    return "e" + _dumps({
+                        "type": "engine-dead", "may_have_run": False, "python_class": None,
+                        "traceback": "",
+                        "message": f"{name} could not run: this engine was closed while the "
+                                   "call waited for it; its objects are gone"})
                 if ticket and not self.arena.claim(ticket):
                     return "e" + _dumps(self._late(name, deadline, "it was delivered twice",
                                                    repeated=True))
@@ -289,6 +297,7 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
     # ------------------------------------------------------------ lifetime
     def close(self) -> None:
         with self._lock:
+            self.closed = True
             self._objects.clear()
             self.arena.close()
             self.regions.close()

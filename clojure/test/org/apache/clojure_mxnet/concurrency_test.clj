@@ -70,7 +70,10 @@
     (is (every? nil? results) (str (remove nil? results)))
     (kvstore/pull kv "w" out)
     (is (= (repeat (* 64 64) (float (* threads pushes))) (seq (ndarray/->vec out)))
-        (str threads " threads x " pushes " pushes of ones"))))
+        (str threads " threads x " pushes " pushes of ones"))
+    (println (format "concurrency-test: %d threads x %d pushes (each with a pull and a read) on one key: total %.0f of %d, %d problems"
+                     threads pushes (double (first (ndarray/->vec out))) (* threads pushes)
+                     (count (mapcat identity (remove #{:deadlock} results)))))))
 
 (deftest eight-threads-pushing-to-a-key-each-lose-nothing
   (let [ks (mapv #(str "k" %) (range threads))

@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -32,6 +33,29 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class Handles {
     /** The bridge's one Cleaner thread: engine handles here, arena regions in {@link Regions}. */
     static final Cleaner CLEANER = Cleaner.create();
+
+    /**
+     * Set once the JVM starts to exit: releases are no longer sent, and the
+     * exit waits (up to a second) for those being sent. In a JVM that Python
+     * hosts (JPype), a thread still inside Python when the process exits
+     * crashes it; and every engine goes with the JVM anyway.
+     */
+    private static volatile boolean exiting;
+    private static final AtomicInteger SENDING = new AtomicInteger();
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            exiting = true;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+            while (SENDING.get() > 0 && System.nanoTime() < deadline) {
+                try {
+                    Thread.sleep(1);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }, "mxkv-exiting"));
+    }
 
     private final Engine engine;
     private final LinkedBlockingQueue<Long> pending = new LinkedBlockingQueue<>();
@@ -234,6 +258,17 @@ public final class Handles {
         if (ids.isEmpty() || closed) {
             return;
         }
+        SENDING.incrementAndGet();
+        try {
+            if (!exiting) {
+                sendRelease(ids);
+            }
+        } finally {
+            SENDING.decrementAndGet();
+        }
+    }
+
+    private void sendRelease(List<Long> ids) {
         StringBuilder b = new StringBuilder(ids.size() * 8 + 2).append('[');
         for (int i = 0; i < ids.size(); i++) {
             if (i > 0) {
@@ -271,9 +306,19 @@ public final class Handles {
         }
     }
 
-    /** Stops the release thread; queued ids are dropped with the engine. */
+    /**
+     * Stops the release thread and waits (up to a second) until it has left
+     * any call it was in; queued ids are dropped with the engine.
+     */
     public void close() {
         closed = true;
         flusher.interrupt();
+        if (Thread.currentThread() != flusher) {
+            try {
+                flusher.join(1000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 }
