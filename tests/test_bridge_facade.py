@@ -350,7 +350,7 @@ def test_a_call_waiting_behind_a_busy_engine_past_its_deadline_is_dropped(facade
 
 def test_a_started_call_is_marked_on_the_board(facade):
     ticket = 3 * BOARD_SLOTS + 5
-    assert facade.call("noop", "[]", now_ms() + 60000, ticket) == "o"
+    assert facade.call(f"noop@{now_ms() + 60000}#{ticket}", "[]") == "o", "as the JVM sends it"
     slot = facade.arena.view("int64", 1, BOARD + 8 * (ticket % BOARD_SLOTS))[0]
     assert slot == ticket
 

@@ -136,9 +136,9 @@ def _install(jpype) -> None:
                 raise MXNetError(f"mxkv engine {self.id} (in this process) was closed")
 
         @JOverride
-        def call(self, op, args, deadline=0, ticket=0):
+        def call(self, op, args):
             self._check()
-            return self.facade.call(str(op), str(args), int(deadline), int(ticket))
+            return self.facade.call(str(op), str(args))
 
         @JOverride
         def info(self):

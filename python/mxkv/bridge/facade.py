@@ -3,8 +3,9 @@
 This file holds the dispatch, the handle table and errors; the operations
 are in ndarray_ops.py and kvstore_ops.py, registered by name in registry.py.
 
-The JVM sees one method, ``call(op, args[, deadline, ticket])``: ``op`` names
-an operation and ``args`` is a compact JSON value. The facade keeps a handle
+The JVM sees one method, ``call(op, args)``: ``op`` names an operation
+(with its deadline and ticket: ``kv.push@<deadline>#<ticket>``) and ``args``
+is a compact JSON value. The facade keeps a handle
 table (integer ids to the NDArray and KVStore objects the JVM refers to),
 looks the handles up, calls the engine exactly as a Python user of MXNet 1.9
 would, and answers ``"o"`` (done), ``"o" + JSON`` (a value) or ``"e" + JSON``
@@ -104,17 +105,27 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
         ``ticket`` (a positive number, unique per caller; 0 for none) is
         written on the arena's call board when the call starts (see
         :meth:`Arena.claim`), so that a caller that gave up can tell whether
-        it started; a ticket delivered twice runs once.
+        it started; a ticket delivered twice runs once. The JVM sends both in
+        the name: ``"kv.push@<deadline>#<ticket>"``.
         """
         try:
+            name, at, stamp = name.partition("@")
+            if at:
+                dl, hsh, tk = stamp.partition("#")
+                deadline = int(dl)
+                if hsh:
+                    ticket = int(tk)
             fn = OPS.get(name)
             if fn is None:
                 raise MXNetValueError(f"unknown engine operation {name!r}")
             a = json.loads(args) if args else []
+            lock = self._lock
             if not deadline:
-                self._lock.acquire()
-            elif not self._lock.acquire(timeout=max(0.0, deadline / 1000.0 - time.time())):
-                return "e" + _dumps(self._late(name, deadline, "the engine was busy"))
+                lock.acquire()
+            elif not lock.acquire(False):
+                wait = deadline / 1000.0 - time.time()
+                if wait <= 0 or not lock.acquire(True, wait):
+                    return "e" + _dumps(self._late(name, deadline, "the engine was busy"))
             try:
                 if self.closed:
                     return "e" + _dumps({

@@ -477,14 +477,20 @@
    result. The call carries a deadline (now + the connection's :timeout-ms)
    past which the engine will not start it, and over Py4J a ticket the engine
    marks when it starts it, so a timeout error can say whether it ran
-   (:may-have-run)."
+   (:may-have-run): both in the operation's name, `op@deadline#ticket`."
   [conn ^String op ^String args]
   (let [^Engine e (:engine conn)
         timeout (long (:timeout-ms conn))
         deadline (if (pos? timeout) (+ (System/currentTimeMillis) timeout) 0)
         ticket (if (:board? conn) (.incrementAndGet ^AtomicLong (:tickets conn)) 0)
+        stamped (if (or (pos? deadline) (pos? ticket))
+                  (let [sb (doto (StringBuilder. (+ (.length op) 32)) (.append op) (.append \@)
+                                 (.append (long deadline)))]
+                    (when (pos? ticket) (.append sb \#) (.append sb (long ticket)))
+                    (.toString sb))
+                  op)
         ^String r (try
-                    (.call e op args deadline ticket)
+                    (.call e stamped args)
                     (catch Exception ex
                       (throw (util/at-caller (transport-error conn op ex deadline ticket)))))]
     (if (nil? r)

@@ -20,7 +20,19 @@ public interface Engine {
     /**
      * Runs one engine operation.
      *
-     * @param op   the operation's name, for example {@code "kv.push"}
+     * @param op   the operation's name, for example {@code "kv.push"}, optionally
+     *             followed by its deadline and ticket: {@code "kv.push@D"} or
+     *             {@code "kv.push@D#T"}. The engine does not start the call once
+     *             the deadline D (wall-clock milliseconds since the epoch) has
+     *             passed: it answers an {@code engine-timeout} error map with
+     *             {@code may_have_run} false instead, so a caller that gave up
+     *             on the call can retry it without applying it twice. When it
+     *             starts the call it first writes the ticket T (a positive
+     *             number unique among the caller's calls) on the call board
+     *             (the arena's header, see {@link Arena#started}), where a
+     *             caller whose wait timed out reads whether the call started;
+     *             a ticket delivered twice runs once. (In the name rather than
+     *             as arguments: two more arguments cost a JPype call 1.5 us.)
      * @param args the operation's arguments as one JSON value (usually an array)
      * @return {@code "o"} for success without a value, {@code "o" + JSON} for a
      *         value, or {@code "e" + JSON} for an error map with the keys
@@ -29,24 +41,6 @@ public interface Engine {
      *         that the caller can build structured errors from them.
      */
     String call(String op, String args);
-
-    /**
-     * {@link #call(String, String)} with a deadline: the engine does not
-     * start the call once {@code deadline} has passed (it answers an
-     * {@code engine-timeout} error map with {@code may_have_run} false
-     * instead), so a caller that gave up on a call can retry it without
-     * applying it twice.
-     *
-     * @param deadline the wall-clock time, in milliseconds since the epoch,
-     *                 after which the call must not start; 0 for none
-     * @param ticket   a positive number unique among this caller's calls, or
-     *                 0: when the call starts the engine first writes it on
-     *                 the call board (a slot of the arena's header, see
-     *                 {@link Arena#started}), where a caller whose wait
-     *                 timed out can read whether it started; a ticket
-     *                 delivered twice runs once
-     */
-    String call(String op, String args, long deadline, long ticket);
 
     /**
      * Static facts about the engine, as a JSON map: {@code pid},
