@@ -236,7 +236,10 @@
             :f #(try (kvstore/load-optimizer-states kv (.getPath f)) (finally (.delete f)))
             :type :mxnet-error :msg (q (str (.getPath f) " is not an optimizer states file"))})
       21 (let [f (File. ^File dir (str "arrays-" (int-in r 0 1000000)))
-               n (int-in r 0 (alength ^bytes good-nd))]
+               ;; not at the start of mxkv's optional 12-byte trailer (b"MXKVCRC1" and
+               ;; a CRC-32): what comes before it is a whole file in MXNet's format
+               n (first (remove #(= % (- (alength ^bytes good-nd) 12))
+                                (repeatedly #(int-in r 0 (alength ^bytes good-nd)))))]
            (Files/write (.toPath f) (java.util.Arrays/copyOf ^bytes good-nd (int n))
                         ^"[Ljava.nio.file.OpenOption;" (make-array OpenOption 0))
            {:what (str "load arrays from a file truncated to " n " bytes")
