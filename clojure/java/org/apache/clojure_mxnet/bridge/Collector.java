@@ -15,10 +15,13 @@ import java.util.function.LongSupplier;
  *
  * <p>A sentinel registered before the GC tells when the Cleaner has reached
  * what the GC found; the Cleaner may run it before the others, so after it
- * the wait goes on until no action has run for {@link #QUIET_MS} (longer than
- * a loaded machine's scheduling gaps). The sentinel is waited for up to
- * {@link #SENTINEL_MS} (a loaded machine runs the Cleaner late), or 50 ms
- * where explicit GCs are disabled and it never comes.
+ * the wait goes on until no action has run for a quiet period: {@link
+ * #QUIET_MS}, or twice as long as the sentinel took when that was longer (a
+ * loaded machine's scheduling gaps grow with its load; the Cleaner thread
+ * waiting that long for a core would otherwise pass for a Cleaner with
+ * nothing left to do), at most {@link #MAX_QUIET_MS}. The sentinel is waited
+ * for up to {@link #SENTINEL_MS} (a loaded machine runs the Cleaner late), or
+ * 50 ms where explicit GCs are disabled and it never comes.
  */
 final class Collector {
     private Collector() {
@@ -27,8 +30,11 @@ final class Collector {
     /** The longest wait for the Cleaner after a GC, in milliseconds. */
     static final long SENTINEL_MS = 2000;
 
-    /** How long no Cleaner action may run before the wait ends, in milliseconds. */
+    /** How long no Cleaner action may run before the wait ends, at least, in milliseconds. */
     static final long QUIET_MS = 20;
+
+    /** The longest quiet period, in milliseconds. */
+    static final long MAX_QUIET_MS = 500;
 
     /** Whether System.gc() runs a collection (not -XX:+DisableExplicitGC). */
     static final boolean EXPLICIT_GC = java.lang.management.ManagementFactory.getRuntimeMXBean()
@@ -45,8 +51,8 @@ final class Collector {
         CountDownLatch sentinel = new CountDownLatch(1);
         Handles.CLEANER.register(new Object(), sentinel::countDown);
         System.gc();
-        long deadline = System.nanoTime()
-                + TimeUnit.MILLISECONDS.toNanos(EXPLICIT_GC ? SENTINEL_MS : 50);
+        long gcDone = System.nanoTime();
+        long deadline = gcDone + TimeUnit.MILLISECONDS.toNanos(EXPLICIT_GC ? SENTINEL_MS : 50);
         long quietNs = TimeUnit.MILLISECONDS.toNanos(QUIET_MS);
         long seen = actions.getAsLong();
         long quietUntil = Long.MAX_VALUE;
@@ -54,6 +60,12 @@ final class Collector {
             while (System.nanoTime() < deadline && !enough.getAsBoolean()) {
                 if (sentinel.getCount() == 0) {
                     long now = actions.getAsLong();
+                    if (quietUntil == Long.MAX_VALUE) {
+                        // the sentinel just ran: scale the quiet period to its delay
+                        quietNs = Math.min(TimeUnit.MILLISECONDS.toNanos(MAX_QUIET_MS),
+                                Math.max(quietNs, 2 * (System.nanoTime() - gcDone)));
+                        deadline = Math.max(deadline, System.nanoTime() + quietNs);
+                    }
                     if (now != seen || quietUntil == Long.MAX_VALUE) {
                         seen = now;
                         quietUntil = System.nanoTime() + quietNs;
