@@ -14,7 +14,8 @@
             [org.apache.clojure-mxnet.bridge :as bridge]
             [org.apache.clojure-mxnet.kvstore :as kvstore]
             [org.apache.clojure-mxnet.ndarray :as ndarray]
-            [org.apache.clojure-mxnet.optimizer :as optimizer])
+            [org.apache.clojure-mxnet.optimizer :as optimizer]
+            [org.apache.clojure-mxnet.test-support :refer [with-connection]])
   (:import (clojure.lang ExceptionInfo)
            (java.util.concurrent TimeUnit)
            (org.apache.clojure_mxnet.bridge Py4JTransport)))
@@ -48,17 +49,6 @@
   (let [t0 (System/nanoTime)
         e (try (f) nil (catch ExceptionInfo e e))]
     [e (/ (- (System/nanoTime) t0) 1e6)]))
-
-(defn- with-connection
-  "Runs (f conn) with `conn` as the default connection, then closes it."
-  [conn f]
-  (let [old (bridge/connection)]
-    (try
-      (bridge/use-connection! conn)
-      (f conn)
-      (finally
-        (bridge/use-connection! old)
-        (bridge/close! conn)))))
 
 (defn- adder
   "A store whose key \"w\" (4 zeros) adds every push to itself."

@@ -8,7 +8,8 @@
             [clojure.test :refer :all]
             [org.apache.clojure-mxnet.bridge :as bridge]
             [org.apache.clojure-mxnet.ndarray :as ndarray]
-            [org.apache.clojure-mxnet.resource-scope :as resource-scope]))
+            [org.apache.clojure-mxnet.resource-scope :as resource-scope]
+            [org.apache.clojure-mxnet.test-support :refer [with-connection]]))
 
 (set! *warn-on-reflection* true)
 
@@ -22,18 +23,9 @@
   "The issue's bound on the engine's growth under this workload."
   (* 256 MB))
 
-(defn- with-fresh-engine [f]
-  (let [old (bridge/connection)
-        conn (bridge/start)]
-    (try
-      (bridge/use-connection! conn)
-      (f conn)
-      (finally
-        (bridge/use-connection! old)
-        (bridge/close! conn)))))
-
 (deftest dropped-arrays-keep-the-engine-within-its-budget-without-an-explicit-gc
-  (with-fresh-engine
+  (with-connection
+    (bridge/start)
     (fn [conn]
       (ndarray/ones [4])
       (let [start (bridge/call conn "memory" [true])
@@ -59,7 +51,8 @@
             (is (pos? collections) "the JVM collected because of engine memory")))))))
 
 (deftest held-arrays-are-never-freed-and-a-scope-frees-at-once
-  (with-fresh-engine
+  (with-connection
+    (bridge/start)
     (fn [conn]
       (let [held (vec (repeatedly 300 #(ndarray/ones [(quot MB 4)])))]
         (is (>= (long (:held (bridge/call conn "memory"))) (* 300 MB)) "all 300 MB are there")
