@@ -36,6 +36,7 @@ import numpy as np
 
 from ..base import MXNetIOError
 from ..context import Context, cpu
+from ..fileio import atomic_write, read_bytes
 from ._util import MXNetTypeError, is_host, to_device
 from .ndarray import NDArray
 from .sparse import RowSparseNDArray
@@ -133,28 +134,25 @@ def save(fname: str | os.PathLike, data: Any) -> None:
 
     The file is MXNet's format (dense and row_sparse, every dtype; see the
     module docstring) plus a CRC-32 trailer that MXNet ignores and
-    :func:`load` checks. It appears whole or not at all (written to a
-    temporary name, then renamed).
+    :func:`load` checks. It appears whole or not at all, whatever happens
+    (written to a temporary in the same directory, synced, then renamed:
+    :func:`mxkv.fileio.atomic_write`), and threads saving to one path at once
+    all succeed.
 
     >>> mx.nd.save('/tmp/mxkv-doc.params', {'w': mx.nd.ones((2,))})
     >>> mx.nd.load('/tmp/mxkv-doc.params')['w'].asnumpy()
     array([1., 1.], dtype=float32)
     """
     chunks = encode(data)
-    path = os.fspath(fname)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    crc = 0
-    try:
-        with open(tmp, "wb") as f:
-            for c in chunks:
-                crc = zlib.crc32(c, crc)
-                f.write(c)
-            f.write(TRAILER + struct.pack("<I", crc & 0xFFFFFFFF))
-        os.replace(tmp, path)
-    except OSError as exc:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise MXNetIOError(f"cannot write NDArray file {path!r}: {exc}") from None
+
+    def with_trailer():
+        crc = 0
+        for c in chunks:
+            crc = zlib.crc32(c, crc)
+            yield c
+        yield TRAILER + struct.pack("<I", crc & 0xFFFFFFFF)
+
+    atomic_write(fname, with_trailer(), "NDArray file")
 
 
 # ---------------------------------------------------------------------- reading
@@ -356,10 +354,5 @@ def load(fname: str | os.PathLike,
     (``cpu(0)``; an array saved on a GPU on that GPU when there is one), or
     on ``ctx`` when given (mxkv's addition).
     """
-    path = os.fspath(fname)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as exc:
-        raise MXNetIOError(f"cannot open NDArray file {path!r}: {exc.strerror}") from None
-    return decode(memoryview(raw), ctx, f"NDArray file {path!r}")
+    raw = read_bytes(fname, "NDArray file")
+    return decode(memoryview(raw), ctx, f"NDArray file {os.fspath(fname)!r}")
