@@ -58,8 +58,8 @@ class Nadam(Optimizer):
         beta1, beta2, eps, clip = self.beta1, self.beta2, self.epsilon, self._python_clip()
         momentum_t = beta1 * (1. - 0.5 * (pow(0.96, t * self.schedule_decay)))
         momentum_t_1 = beta1 * (1. - 0.5 * (pow(0.96, (t + 1) * self.schedule_decay)))
-        self.m_schedule = self.m_schedule * momentum_t
-        m_schedule = self.m_schedule
+        with self._sync():  # one schedule for every index
+            self.m_schedule = m_schedule = self.m_schedule * momentum_t
         m_schedule_next = m_schedule * momentum_t_1
         rescale = self.rescale_grad
 

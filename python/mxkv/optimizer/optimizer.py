@@ -6,9 +6,17 @@ shares: the learning rate (fixed or from an ``lr_scheduler``), weight decay,
 gradient rescaling and clipping, per-parameter ``lr_mult``/``wd_mult``, the
 per-index update counts, and float16 training with a float32 master copy
 (``multi_precision``).
+
+Every optimizer checks its hyper-parameters when it is built
+(``params.py``): a bad value raises there, naming the parameter. One
+optimizer may update different indices from several threads at once (a
+store updates different keys in parallel): the update counts and the
+learning-rate schedule are kept under a lock, and the current device
+(``_set_current_context``) is per thread.
 """
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Sequence
 from typing import Any, ClassVar, Union
@@ -18,6 +26,7 @@ import numpy as np
 from .._params import check_params
 from ..base import UnknownOptimizerError
 from ._arrays import copy_as, dense_view, is_row_sparse, new_like
+from .params import check_mults, check_number, check_optimizer
 
 __all__ = ["MultiTensorUpdates", "Optimizer", "create", "register"]
 
@@ -87,7 +96,6 @@ class Optimizer:
         self.begin_num_update = begin_num_update
         self.num_update = begin_num_update
         self._all_index_update_counts: dict[int, dict[Index, int]] = {0: {}}
-        self._index_update_count = self._all_index_update_counts[0]
         self.clip_gradient = clip_gradient
         self.multi_precision = multi_precision
         self.aggregate_num = 0
@@ -103,6 +111,54 @@ class Optimizer:
 
         self.set_lr_mult({})
         self.set_wd_mult({})
+        if type(self).__init__ is Optimizer.__init__:
+            check_optimizer(self)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every optimizer class checks its parameters once its outermost
+        ``__init__`` is done (``params.py``)."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+
+        def __init__(self, *args: Any, **kw: Any) -> None:
+            init(self, *args, **kw)
+            if type(self).__init__ is __init__:
+                check_optimizer(self)
+
+        __init__.__doc__, __init__.__wrapped__ = init.__doc__, init
+        __init__.__qualname__ = init.__qualname__
+        cls.__init__ = __init__
+
+    def _check_params(self) -> None:
+        """Raise, naming the parameter, unless every hyper-parameter is valid."""
+        check_optimizer(self)
+
+    # ----------------------------------------------------- threads
+
+    def _sync(self) -> threading.RLock:
+        """The lock of the counters and the schedule (made on first use, so
+        unpickled optimizers have one too)."""
+        lock = self.__dict__.get("_lock")
+        if lock is None:
+            lock = self.__dict__.setdefault("_lock", threading.RLock())
+        return lock
+
+    def _local(self) -> threading.local:
+        local = self.__dict__.get("_thread")
+        if local is None:
+            local = self.__dict__.setdefault("_thread", threading.local())
+        return local
+
+    @property
+    def _index_update_count(self) -> dict[Index, int]:
+        """The update counts of the current thread's device (``_set_current_context``)."""
+        dev = getattr(self._local(), "device", 0)
+        counts = self._all_index_update_counts.get(dev)
+        if counts is None:
+            counts = self._all_index_update_counts.setdefault(dev, {})
+        return counts
 
     # ------------------------------------------------------------------ registry
 
@@ -160,7 +216,8 @@ class Optimizer:
     def learning_rate(self) -> float:
         """The current learning rate (from the scheduler when there is one)."""
         if self.lr_scheduler is not None:
-            return self.lr_scheduler(self.num_update)
+            with self._sync():
+                return self.lr_scheduler(self.num_update)
         return self.lr
 
     def set_learning_rate(self, lr: float) -> None:
@@ -177,6 +234,7 @@ class Optimizer:
                               "that set_learning_rate can mutate the value of the learning "
                               "rate of the optimizer only when the LRScheduler of the "
                               "optimizer is undefined.")
+        check_number(type(self).__name__, "learning_rate", lr)
         self.lr = lr
 
     def set_lr_scale(self, args_lrscale: dict) -> None:
@@ -191,6 +249,7 @@ class Optimizer:
         args_lr_mult : dict of str/int to float
             Replaces the previous multipliers (after those from ``sym``).
         """
+        check_mults(type(self).__name__, "lr_mult", args_lr_mult)
         self.lr_mult = {}
         if self.sym_info:
             attr, arg_names = self.sym_info
@@ -211,6 +270,7 @@ class Optimizer:
         args_wd_mult : dict of str/int to float
             Explicit multipliers; they win over the defaults.
         """
+        check_mults(type(self).__name__, "wd_mult", args_wd_mult)
         self.wd_mult = {}
         for n in self.idx2name.values():
             if not (n.endswith(("_weight", "_gamma"))):
@@ -223,24 +283,29 @@ class Optimizer:
         self.wd_mult.update(args_wd_mult)
 
     def _set_current_context(self, device_id: int) -> None:
-        """Switch to the update counts of device ``device_id``."""
-        if device_id not in self._all_index_update_counts:
-            self._all_index_update_counts[device_id] = {}
-        self._index_update_count = self._all_index_update_counts[device_id]
+        """Switch this thread to the update counts of device ``device_id``."""
+        self._all_index_update_counts.setdefault(device_id, {})
+        self._local().device = device_id
 
     def _update_count(self, index: Index | Sequence[Index]) -> None:
         """Count one more update of ``index`` (or of each index of a list)."""
         if not isinstance(index, (list, tuple)):
             index = [index]
-        for idx in index:
-            if idx not in self._index_update_count:
-                self._index_update_count[idx] = self.begin_num_update
-            self._index_update_count[idx] += 1
-            self.num_update = max(self._index_update_count[idx], self.num_update)
+        counts = self._index_update_count
+        with self._sync():
+            for idx in index:
+                if idx not in counts:
+                    counts[idx] = self.begin_num_update
+                counts[idx] += 1
+                self.num_update = max(counts[idx], self.num_update)
 
     def _get_lrs(self, indices: Sequence[Index]) -> list[float]:
         """Learning rates of ``indices``: the global one times each multiplier."""
-        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        if self.lr_scheduler is not None:
+            with self._sync():  # stateful schedules step once per update count
+                lr = self.lr_scheduler(self.num_update)
+        else:
+            lr = self.lr
         lrs = [lr for _ in indices]
         for i, index in enumerate(indices):
             if index in self.param_dict:
@@ -347,9 +412,16 @@ class Optimizer:
         ret = self.__dict__.copy()
         # param_dict holds the trainer's parameters: never pickled, as MXNet
         ret.pop("param_dict", None)
+        ret.pop("_lock", None)
+        ret.pop("_thread", None)
         return ret
 
     def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        # MXNet's (and older mxkv's) alias of the current device's counts
+        state.pop("_index_update_count", None)
+        state.pop("_lock", None)
+        state.pop("_thread", None)
         self.__dict__ = state
         self.param_dict = {}
 
