@@ -4,12 +4,19 @@
 ``updater(key, grad, weight)`` once per key per push. States are made on a
 key's first update and can be saved with :meth:`Updater.get_states` (bytes)
 and restored with :meth:`Updater.set_states`, optionally with the optimizer.
+
+Restoring reads the bytes with a restricted unpickler and checks all of them
+first (``states_file.py``): a bad file raises and changes nothing. An
+updater may be called from several threads at once for different keys (a
+store updates different keys in parallel); its table of states is changed
+under a lock.
 """
 from __future__ import annotations
 
 import pickle
+import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
@@ -150,6 +157,9 @@ class Updater:
         self.states: dict[Any, Any] = {}
         self.states_synced: dict[Any, bool] = {}
         self.aggregate_updates = optimizer.aggregate_num > 0
+        self._lock = threading.RLock()
+        # keys of loaded states whose shapes no weight has confirmed yet
+        self._unchecked: dict[Any, Any] = {}
 
     def __call__(self, index: int | str | Sequence, grad: Any, weight: Any) -> None:
         """Update ``weight`` in place from ``grad``; ``index`` is the key (or a list of keys).
@@ -166,12 +176,18 @@ class Updater:
         for i, idx in enumerate(indices):
             if isinstance(idx, bytes):
                 idx = indices[i] = idx.decode("utf-8")
+            if self._unchecked:
+                self.check_state(idx, weights[i].shape)
             if idx not in self.states:
-                self.states[idx] = self.optimizer.create_state_multi_precision(idx, weights[i])
-                self.states_synced[idx] = True
+                state = self.optimizer.create_state_multi_precision(idx, weights[i])
+                with self._lock:
+                    self.states[idx] = state
+                    self.states_synced[idx] = True
             elif not self.states_synced[idx]:
-                self.states[idx] = self.sync_state_context(self.states[idx], weights[i].context)
-                self.states_synced[idx] = True
+                state = self.sync_state_context(self.states[idx], weights[i].context)
+                with self._lock:
+                    self.states[idx] = state
+                    self.states_synced[idx] = True
         if not self.aggregate_updates:
             for i, w, g in zip(indices, weights, grads):
                 self.optimizer.update_multi_precision(i, w, g, self.states[i])
@@ -197,16 +213,59 @@ class Updater:
             return tuple(synced) if isinstance(state, tuple) else synced
         return state
 
-    def set_states(self, states: bytes) -> None:
-        """Restore states saved by :meth:`get_states` (and the optimizer, if it was saved)."""
-        loaded = pickle.loads(states)
-        if isinstance(loaded, tuple) and len(loaded) == 2:
-            frozen, self.optimizer = loaded
-            self.aggregate_updates = self.optimizer.aggregate_num > 0
-        else:
-            frozen = loaded
-        self.states = _thaw(frozen)
-        self.states_synced = dict.fromkeys(self.states.keys(), False)
+    def check_state(self, index: Any, shape: tuple) -> None:
+        """Raise :class:`MXNetValueError` if a loaded state of ``index`` does
+        not fit a weight of ``shape`` (checked once per loaded key)."""
+        where = self._unchecked.get(index)
+        if where is None:
+            return
+        from .states_file import LoadedStates
+        LoadedStates({index: self.states[index]}, None, where).check_shapes(
+            {index: tuple(shape)}, "update")
+        with self._lock:
+            self._unchecked.pop(index, None)
+
+    def set_states(self, states: bytes, shapes: Optional[Mapping[Any, tuple]] = None,
+                   where: str = "optimizer states") -> None:
+        """Restore states saved by :meth:`get_states` (and the optimizer, if it
+        was saved), or by MXNet's ``get_states``.
+
+        The bytes are read with a restricted unpickler and checked whole
+        first; on any error this updater is left exactly as it was.
+
+        Parameters
+        ----------
+        states : bytes
+            What :meth:`get_states` returned (a states file's contents).
+        shapes : mapping of key -> shape, optional
+            The weights' shapes: a state of another shape is refused
+            (keys not given are checked on their first update).
+        where : str
+            How errors name the source (a file name).
+
+        Raises
+        ------
+        MXNetIOError
+            The bytes are not a valid states file (the message says why).
+        MXNetValueError
+            A state's shape does not fit its key's weight.
+        """
+        from .states_file import read_states
+        self.install(read_states(states, where), shapes)
+
+    def install(self, loaded: Any, shapes: Optional[Mapping[Any, tuple]] = None) -> None:
+        """Make checked states (``states_file.read_states``) this updater's, in one step."""
+        if shapes is not None:
+            loaded.check_shapes(shapes)
+        unchecked = {k: loaded.where for k in loaded.states
+                     if shapes is None or k not in shapes}
+        with self._lock:
+            if loaded.optimizer is not None:
+                self.optimizer = loaded.optimizer
+                self.aggregate_updates = self.optimizer.aggregate_num > 0
+            self.states = loaded.states
+            self.states_synced = dict.fromkeys(self.states.keys(), False)
+            self._unchecked = unchecked
 
     def get_states(self, dump_optimizer: bool = False) -> bytes:
         """The states as bytes (pickle); with ``dump_optimizer`` the optimizer too.
@@ -217,7 +276,8 @@ class Updater:
             Also save the optimizer: its learning rate, scheduler, update
             counts and multipliers.
         """
-        frozen = _freeze(self.states)
+        with self._lock:
+            frozen = _freeze(self.states)
         return pickle.dumps((frozen, self.optimizer) if dump_optimizer else frozen)
 
 

@@ -9,6 +9,7 @@ freely between a local store and distributed jobs of any shard count.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Dict, List
 
 import numpy as np
@@ -68,6 +69,7 @@ def _blank_updater(blob: bytes = b"") -> Updater:
     """An Updater with no optimizer yet, filled from ``blob`` when given."""
     u = Updater.__new__(Updater)
     u.optimizer, u.states, u.states_synced, u.aggregate_updates = None, {}, {}, False
+    u._lock, u._unchecked = threading.RLock(), {}
     if blob:
         u.set_states(blob)
     return u
