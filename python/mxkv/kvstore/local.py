@@ -2,7 +2,11 @@
 
 Every call first flattens and validates all of its (key, value) pairs
 (``_validate_*``); only when the whole call is valid does it touch the store
-(``_apply_*``), so a failing call leaves the store exactly as it was.
+(``_apply_*``), so a failing call leaves the store exactly as it was. Both
+steps run holding the locks of the call's keys (``locks.py``), so each call
+is atomic per key while calls on other keys run in parallel, from any number
+of threads; operations on the whole store (optimizer, states, compression)
+hold every lock.
 
 Stored values live on the store context (``cpu_pinned(0)``) and never
 change when the caller writes to its arrays: ``init`` copies; a one-device
@@ -14,13 +18,14 @@ the first pushed value (as MXNet), and is summed in the key's dtype.
 """
 from __future__ import annotations
 
-import pickle
+import os
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
 from ..base import MXNetError
 from ..context import cpu_pinned
+from ..fileio import atomic_write, read_bytes
 from ..ndarray import NDArray
 from ..ndarray.cow import any_shared, before_write
 from ..ndarray.sparse import RowSparseNDArray
@@ -28,6 +33,7 @@ from .base import KVStoreBase
 from .comm import create_comm
 from .compression import GradientCompression
 from .keys import flatten, group, key_name, pair_row_ids
+from .locks import KeyLocks
 from .stored import SHARE_MIN_BYTES, StoredValues
 
 __all__ = ["KVStore"]
@@ -67,6 +73,7 @@ class KVStore(KVStoreBase):
         self._updater: Optional[Callable] = None
         self._compression: Optional[GradientCompression] = None
         self._barrier_before_exit = True
+        self._locks = KeyLocks()
 
     # -- properties --------------------------------------------------------
     @property
@@ -158,8 +165,13 @@ class KVStore(KVStoreBase):
         >>> kv.init('3', mx.nd.ones((2, 3)) * 2)
         >>> kv.init(['5', '7'], [mx.nd.ones((2, 3))] * 2)
         """
-        pairs, is_str = self._validate_init(key, value, "init")
-        self._apply_init(pairs, is_str)
+        locks = self._locks
+        with locks.init_lock:
+            pairs, is_str = self._validate_init(key, value, "init")
+            keys = [k for k, _ in pairs]
+            locks.add(keys)
+            with locks.hold(keys):
+                self._apply_init(pairs, is_str)
 
     # -- push -----------------------------------------------------------------
     def _validate_push(self, key: Any, value: Any, op: str) -> dict:
@@ -182,6 +194,8 @@ class KVStore(KVStoreBase):
                     self._check_shape(k, stored, v, op, "pushed")
             if optimizer:
                 self._check_optimizer_push(k, stored, vals, op)
+                if getattr(self._updater, "_unchecked", None):  # states loaded before init
+                    self._updater.check_state(k, stored.shape)
             if self._compression is not None and (
                     np.dtype(stored.dtype) != np.float32
                     or any(v.dtype != np.float32 for v in vals)):
@@ -264,9 +278,9 @@ class KVStore(KVStoreBase):
 
     def _store_sum(self, k: Any, vals: list) -> None:
         dense = [v.tostype("default") if isinstance(v, RowSparseNDArray) else v for v in vals]
-        if len(dense) == 1 and self._compression is None and self._data.can_share(k, dense[0]):
-            self._data.share(k, dense[0])  # copy-on-write: no copy now, none later unless written
-            return
+        if len(dense) == 1 and self._compression is None and \
+                self._data.can_share(k, dense[0]) and self._data.share(k, dense[0]):
+            return  # copy-on-write: no copy now, none later unless written
         stored = self._data[k]
         if isinstance(stored, RowSparseNDArray):
             out = NDArray(np.empty(stored.shape, stored.dtype), self._store_ctx)
@@ -282,8 +296,9 @@ class KVStore(KVStoreBase):
         ``updater(key, merged, stored)`` runs once per key. Values of
         another dtype than the key's are cast to it.
         """
-        grouped = self._validate_push(key, value, "push")
-        self._apply_push(grouped)
+        with self._locks.hold(key):
+            grouped = self._validate_push(key, value, "push")
+            self._apply_push(grouped)
 
     # -- pull -----------------------------------------------------------------
     def _validate_pull(self, key: Any, out: Any, op: str, ignore_sparse: bool,
@@ -315,13 +330,23 @@ class KVStore(KVStoreBase):
         return grouped
 
     def _apply_pull(self, grouped: dict) -> None:
-        stored_values, shared = self._data.values, self._data.shared_keys
-        guard = any_shared()  # someone shares a buffer: outs may need telling first
+        if any_shared():  # someone shares a buffer: outs may need telling first
+            shared = self._data.shared_keys
+            for k in self._sorted_keys(grouped):
+                outs = self._writable_outs(k, grouped[k], shared)
+                if k in shared:  # copying from a pushed buffer: no write may land meanwhile
+                    with self._data.guard(k):
+                        self._pull_keys({k: outs})
+                else:
+                    self._pull_keys({k: outs})
+            return
+        self._pull_keys(grouped)
+
+    def _pull_keys(self, grouped: dict) -> None:
+        stored_values = self._data.values
         for k in self._sorted_keys(grouped):
             outs = grouped[k]
-            if guard:
-                outs = self._writable_outs(k, outs, shared)
-            stored = stored_values[k]  # (read after the guard: it may have gone private)
+            stored = stored_values[k]  # (read here: it may have gone private meanwhile)
             if type(stored) is NDArray and ((len(outs) == 1 and type(outs[0]) is NDArray) or
                                             all(type(o) is NDArray for o in outs)):
                 if outs:
@@ -359,23 +384,30 @@ class KVStore(KVStoreBase):
         of lists), each on its own context and cast to its dtype. Row-sparse
         outs are skipped unless ``ignore_sparse=False``.
         """
-        grouped = self._validate_pull(key, out, "pull", ignore_sparse)
-        self._apply_pull(grouped)
+        with self._locks.hold(key):
+            grouped = self._validate_pull(key, out, "pull", ignore_sparse)
+            self._apply_pull(grouped)
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         """Push then pull in one call; ``out`` defaults to ``value``."""
-        grouped = self._validate_push(key, value, "pushpull")
-        pulls = self._validate_pull(key, value if out is None else out, "pushpull", True)
-        self._apply_push(grouped)
-        self._apply_pull(pulls)
+        with self._locks.hold(key):
+            grouped = self._validate_push(key, value, "pushpull")
+            pulls = self._validate_pull(key, value if out is None else out, "pushpull", True)
+            self._apply_push(grouped)
+            self._apply_pull(pulls)
 
     def broadcast(self, key: Any, value: Any, out: Any, priority: int = 0) -> None:
         """Initialize ``key`` with ``value`` and pull it into ``out``."""
-        pairs, is_str = self._validate_init(key, value, "broadcast")
-        pending = dict(pairs)
-        pulls = self._validate_pull(key, out, "broadcast", True, pending=pending)
-        self._apply_init(pairs, is_str)
-        self._apply_pull(pulls)
+        locks = self._locks
+        with locks.init_lock:
+            pairs, is_str = self._validate_init(key, value, "broadcast")
+            pending = dict(pairs)
+            pulls = self._validate_pull(key, out, "broadcast", True, pending=pending)
+            keys = [k for k, _ in pairs]
+            locks.add(keys)
+            with locks.hold(keys):
+                self._apply_init(pairs, is_str)
+                self._apply_pull(pulls)
 
     # -- row_sparse_pull --------------------------------------------------------
     def _validate_row_sparse_pull(self, key: Any, out: Any, row_ids: Any) -> tuple:
@@ -424,10 +456,11 @@ class KVStore(KVStoreBase):
         NDArray (or a list of one) for one key: the first out is pulled and
         copied into the others. Duplicated or unsorted ids are allowed.
         """
-        plan, copies = self._validate_row_sparse_pull(key, out, row_ids)
-        self._apply_row_sparse_pull(plan)
-        for c in copies:
-            plan[0][1].copyto(c)
+        with self._locks.hold(key):
+            plan, copies = self._validate_row_sparse_pull(key, out, row_ids)
+            self._apply_row_sparse_pull(plan)
+            for c in copies:
+                plan[0][1].copyto(c)
 
     def _apply_row_sparse_pull(self, plan: list) -> None:
         for k, o, ids in plan:
@@ -450,7 +483,8 @@ class KVStore(KVStoreBase):
         if not callable(updater):
             raise MXNetError(f"_set_updater: updater must be callable, got "
                              f"{type(updater).__name__}")
-        self._updater = updater
+        with self._locks.hold_all():  # no push sees half of the change
+            self._updater = updater
 
     def set_optimizer(self, optimizer: Any) -> None:
         """Run ``optimizer`` on the store: every push updates the stored weights."""
@@ -469,21 +503,42 @@ class KVStore(KVStoreBase):
         return self._updater
 
     def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
-        """Save the updater's states (and the optimizer when ``dump_optimizer``)."""
-        states = self._states_updater("save_optimizer_states").get_states(dump_optimizer)
-        with open(fname, "wb") as f:
-            f.write(states)
+        """Save the updater's states (and the optimizer when ``dump_optimizer``).
+
+        The states are taken between pushes (no push is half applied in
+        them), and the file is replaced atomically: it holds the previous
+        states or the new ones, whatever happens (``mxkv.fileio``).
+        """
+        with self._locks.hold_all():
+            states = self._states_updater("save_optimizer_states").get_states(dump_optimizer)
+        atomic_write(fname, [states], "optimizer states file")
 
     def load_optimizer_states(self, fname: str) -> None:
-        """Load states saved by :meth:`save_optimizer_states`."""
-        updater = self._states_updater("load_optimizer_states")
-        with open(fname, "rb") as f:
-            data = f.read()
-        try:
-            updater.set_states(data)
-        except (pickle.UnpicklingError, EOFError, ValueError) as exc:
-            raise MXNetError(f"load_optimizer_states: {fname} is not an optimizer "
-                             f"states file ({exc})") from exc
+        """Load states saved by :meth:`save_optimizer_states` (or by MXNet).
+
+        The file is read with a restricted unpickler (arrays, numbers,
+        tuples, dicts and optimizers only) and checked whole, shapes against
+        this store's keys included, before anything changes: on any error the
+        updater, its states and its optimizer are exactly as before.
+
+        Raises
+        ------
+        MXNetIOError
+            The file cannot be read or is not a valid states file.
+        MXNetValueError
+            A state's shape differs from its key's.
+        """
+        from ..optimizer.states_file import read_states
+
+        self._states_updater("load_optimizer_states")
+        data = read_bytes(fname, "optimizer states file")
+        loaded = read_states(data, f"load_optimizer_states: {os.fspath(fname)!r}")
+        with self._locks.hold_all(with_init=True):
+            updater = self._states_updater("load_optimizer_states")
+            if not hasattr(updater, "install"):  # a user's updater with its own set_states
+                updater.set_states(data)
+                return
+            updater.install(loaded, {k: tuple(v.shape) for k, v in self._data.items()})
 
     # -- compression ------------------------------------------------------------------
     def set_gradient_compression(self, compression_params: dict) -> None:
@@ -494,12 +549,13 @@ class KVStore(KVStoreBase):
         if "device" not in self._type and "dist" not in self._type:
             raise MXNetError("Gradient compression is not supported for this type of kvstore")
         gc = GradientCompression.create(compression_params)
-        for k, v in self._data.items():
-            if np.dtype(v.dtype) != np.float32:
-                raise MXNetError(f"set_gradient_compression: key {key_name(k)} has dtype "
-                                 f"{np.dtype(v.dtype).name}; compression needs float32")
-        self._compression = gc
-        self._comm.set_gradient_compression(gc)
+        with self._locks.hold_all(with_init=True):
+            for k, v in self._data.items():
+                if np.dtype(v.dtype) != np.float32:
+                    raise MXNetError(f"set_gradient_compression: key {key_name(k)} has dtype "
+                                     f"{np.dtype(v.dtype).name}; compression needs float32")
+            self._compression = gc
+            self._comm.set_gradient_compression(gc)
 
     # -- cluster-only operations (no-ops on one machine) ---------------------------------
     def _barrier(self) -> None:

@@ -12,6 +12,13 @@ costs no copy, and a later write to the pushed array never changes the store.
 The private buffer a shared key had is kept as a spare, so switching back
 (a write to the pushed array, a multi-device push, an updater) allocates
 nothing.
+
+Threads: the store calls these methods holding the key's lock; the
+copy-on-write callback runs in whichever thread writes into the pushed
+array. Both sides meet on the key's guard (:meth:`StoredValues.guard`),
+held by a pull while it copies from a shared buffer, by the callback while
+it copies the value out, and by a share while it is being registered, so a
+write never lands in the middle of either copy.
 """
 from __future__ import annotations
 
@@ -47,7 +54,8 @@ class StoredValues:
         self.values: Dict[Any, Any] = {}  # read-only for callers: key -> stored value
         self._spare: Dict[Any, NDArray] = {}     # the private buffer of a shared key
         self._shares: Dict[Any, cow.Share] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the three tables, across a share's changes
+        self._guards: Dict[Any, threading.RLock] = {}  # key -> see guard()
         # Let go of every share when the store goes away.
         weakref.finalize(self, _release_all, self._shares)
 
@@ -72,12 +80,27 @@ class StoredValues:
         """The keys whose value is shared now (a mapping; read only)."""
         return self._shares
 
+    def guard(self, key: Any) -> threading.RLock:
+        """The lock held while a shared value of ``key`` is read (a pull copying
+        from the pushed buffer) and while it is made private, so a writer
+        into the pushed buffer waits until the copy is done (made on first use)."""
+        g = self._guards.get(key)
+        if g is None:
+            g = self._guards.setdefault(key, threading.RLock())
+        return g
+
     # -- writing --------------------------------------------------------------
     def set(self, key: Any, value: Any) -> None:
         """Make ``value`` (an array the store owns) the stored value of ``key``."""
-        self._drop_share(key)
-        self._spare.pop(key, None)
-        self.values[key] = value
+        if key not in self._shares:
+            self.values[key] = value
+            return
+        with self.guard(key), self._lock:
+            s = self._shares.pop(key, None)
+            self._spare.pop(key, None)
+            self.values[key] = value
+        if s is not None:
+            s.release()
 
     def can_share(self, key: Any, src: Any) -> bool:
         """Whether ``src`` may be stored for ``key`` by reference: a dense host
@@ -90,26 +113,37 @@ class StoredValues:
                 and a.dtype == s.dtype and a.shape == s.shape
                 and a.nbytes >= SHARE_MIN_BYTES)
 
-    def share(self, key: Any, src: NDArray) -> None:
-        """Store ``src``'s buffer for ``key`` without copying it (see :meth:`can_share`)."""
-        with self._lock:
-            old = self._shares.pop(key, None)
-            if old is not None:
-                old.release()
-            else:
-                self._spare[key] = self.values[key]
-            self.values[key] = NDArray(src._array, self.ctx)
-            ref = weakref.ref(self)
-            cell: list = []
+    def share(self, key: Any, src: NDArray) -> bool:
+        """Store ``src``'s buffer for ``key`` without copying it (see
+        :meth:`can_share`); False (nothing changed) when the buffer is being
+        written right now: the caller copies instead."""
+        ref = weakref.ref(self)
+        cell: list = []
 
-            def on_write() -> None:
-                store = ref()
-                if store is not None:
-                    store._unshare(key, cell[0], keep=True)
+        def on_write() -> None:
+            store = ref()
+            if store is not None:
+                store._on_write(key, cell)
 
+        with self.guard(key):  # a writer's on_write waits until the share is registered
             s = cow.share(src._array, on_write)
+            if s is None:
+                return False
             cell.append(s)
-            self._shares[key] = s
+            with self._lock:
+                old = self._shares.pop(key, None)
+                if old is None:
+                    self._spare[key] = self.values[key]
+                self.values[key] = NDArray(src._array, self.ctx)
+                self._shares[key] = s
+        if old is not None:
+            old.release()
+        return True
+
+    def _on_write(self, key: Any, cell: list) -> None:
+        with self.guard(key):
+            if cell:
+                self._unshare(key, cell[0], keep=True)
 
     def writable(self, key: Any, keep: bool = True) -> Any:
         """The stored value of ``key`` in a buffer the store owns, ready to be
@@ -120,22 +154,19 @@ class StoredValues:
         return self._unshare(key, s, keep)
 
     def _unshare(self, key: Any, s: cow.Share, keep: bool) -> Any:
-        with self._lock:
-            if self._shares.get(key) is not s:
-                return self.values[key]  # already made private (or re-shared)
-            del self._shares[key]
-            s.release()
-            shared = self.values[key]
-            own = self._spare.pop(key)
-            if keep:
+        with self.guard(key):
+            with self._lock:
+                if self._shares.get(key) is not s:
+                    return self.values[key]  # already made private (or re-shared)
+                shared, own = self.values[key], self._spare[key]
+            if keep:  # still registered as shared: readers hold the guard meanwhile
                 self._copy(own._array, shared._array)
-            self.values[key] = own
-            return own
-
-    def _drop_share(self, key: Any) -> None:
-        s = self._shares.pop(key, None)
-        if s is not None:
-            s.release()
+            with self._lock:
+                del self._shares[key]
+                del self._spare[key]
+                self.values[key] = own
+        s.release()
+        return own
 
 
 def _release_all(shares: Dict[Any, cow.Share]) -> None:

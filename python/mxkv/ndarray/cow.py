@@ -18,6 +18,13 @@ host (numpy) memory is shared; ``before_write`` on anything else is a no-op.
 
 The cost when nothing is shared is one dict truthiness test per write.
 
+Any thread may share, write or release. The first writer into a shared
+buffer marks it as being told (under the registry's lock) and runs the
+callbacks; another writer into the same buffer waits until they are done,
+and a new share of that buffer is refused meanwhile (the holder copies).
+The callbacks run without the registry's lock held, so they may take the
+holder's own locks.
+
 Writes that bypass mxkv's NDArray methods (numpy code writing into an array
 wrapped with ``NDArray(arr)`` or ``from_xp``) are not seen: code that wraps
 its own buffers must not write into them behind mxkv's back.
@@ -25,16 +32,18 @@ its own buffers must not write into them behind mxkv's back.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Union
 
 import numpy as np
 
 __all__ = ["Share", "any_shared", "before_write", "root_of", "share", "shared_count"]
 
 _lock = threading.Lock()
-# id(root array) -> the active shares of that root. Each Share holds its root,
-# so an id here always belongs to a live array.
-_shares: Dict[int, List["Share"]] = {}
+# id(root array) -> the active shares of that root, or, while a writer is
+# telling them, an Event the writer sets when they have their copies. Each
+# Share holds its root (and the writer holds the array), so an id here always
+# belongs to a live array.
+_shares: Dict[int, Union[List["Share"], threading.Event]] = {}
 
 
 def root_of(arr: np.ndarray) -> np.ndarray:
@@ -59,52 +68,77 @@ class Share:
 
     def release(self) -> None:
         """Forget this share (the holder no longer references the buffer)."""
-        if not self.active:
-            return
         with _lock:
+            if not self.active:
+                return
             self.active = False
-            entries = _shares.get(id(self._root))
-            if entries is not None:
+            key = id(self._root)
+            entries = _shares.get(key)
+            if isinstance(entries, list):
                 try:
                     entries.remove(self)
                 except ValueError:
                     pass
                 if not entries:
-                    del _shares[id(self._root)]
-        self._root = None
-        self._on_write = None
+                    del _shares[key]
+            self._root = None
+            self._on_write = None
 
 
-def share(arr: np.ndarray, on_write: Callable[[], None]) -> Share:
+def share(arr: np.ndarray, on_write: Callable[[], None]) -> Any:
     """Register that a holder references ``arr``'s buffer without owning it.
 
     ``on_write()`` runs in the writer's thread before the first write into
     the buffer (through any view), after which the share is gone. It must
-    leave the holder with its own copy of what it needs.
+    leave the holder with its own copy of what it needs. Returns the
+    :class:`Share`, or None when a writer is writing into the buffer right
+    now (the holder must copy instead: the buffer is not stable).
     """
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"only host (numpy) buffers are shared, got {type(arr).__name__}")
     root = root_of(arr)
     s = Share(root, on_write)
     with _lock:
-        _shares.setdefault(id(root), []).append(s)
+        entries = _shares.get(id(root))
+        if entries is None:
+            _shares[id(root)] = [s]
+        elif isinstance(entries, list):
+            entries.append(s)
+        else:
+            return None
     return s
 
 
 def before_write(arr: Any) -> None:
-    """Call before writing into ``arr``: every holder sharing its buffer lets go first."""
+    """Call before writing into ``arr``: every holder sharing its buffer lets go first.
+
+    Thread-safe: the holders are told once, by the first writer; a second
+    writer to the same buffer waits until they have their copies.
+    """
     if not _shares or not isinstance(arr, np.ndarray):
         return
     key = id(root_of(arr))
-    if key not in _shares:
-        return
-    with _lock:
-        entries = _shares.pop(key, ())
+    while True:
+        with _lock:
+            entries = _shares.get(key)
+            if entries is None:
+                return
+            if isinstance(entries, list):
+                done = threading.Event()
+                _shares[key] = done
+                for s in entries:
+                    s.active = False
+                break
+        entries.wait()  # another writer is telling the holders
+    try:
         for s in entries:
-            s.active = False
-    for s in entries:
-        callback, s._on_write, s._root = s._on_write, None, None
-        callback()
+            callback, s._on_write, s._root = s._on_write, None, None
+            callback()
+    finally:
+        with _lock:
+            if _shares.get(key) is done:
+                del _shares[key]
+        done.set()
 
 
 def any_shared() -> bool:
@@ -114,4 +148,5 @@ def any_shared() -> bool:
 
 def shared_count() -> int:
     """How many buffers are shared right now (for tests and diagnostics)."""
-    return len(_shares)
+    with _lock:
+        return sum(1 for v in _shares.values() if isinstance(v, list))

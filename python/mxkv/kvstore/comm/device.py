@@ -13,12 +13,17 @@ with its own residual (error feedback), the packed words are copied to the
 merge device and dequantized there before the sum, even when there is a
 single source, so that no device is favoured (MXNet's ``ReduceCompressed``).
 
+Threads: the store reduces different keys at once. A key's buffers are
+touched only by the thread holding that key's lock; placement, which looks
+at every waiting key and the devices' loads, runs under the comm's own lock.
+
 The algorithms only use the arrays' own module (numpy or cupy), so the same
 code runs on simulated GPUs (numpy memory, ``MXKV_SIMULATE_GPUS``) and on
 ``cpu(i)`` contexts on a machine without a GPU.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -65,10 +70,12 @@ class CommDevice(Comm):
         self._load: Dict[Context, int] = {}
         self._copy_buf: Dict[Any, List[Optional[NDArray]]] = {}
         self._residual: Dict[Any, List[Optional[NDArray]]] = {}
+        self._place_lock = threading.Lock()  # _pending, _load, _merge_ctx's placement
 
     def init(self, key: Any, shape: tuple, dtype: Any, stype: str) -> None:
-        self._attrs[key] = (tuple(shape), np.dtype(dtype))
-        self._pending.append(key)
+        with self._place_lock:
+            self._attrs[key] = (tuple(shape), np.dtype(dtype))
+            self._pending.append(key)
 
     # -- merge buffer placement --------------------------------------------
     def _nbytes(self, key: Any) -> int:
@@ -97,7 +104,9 @@ class CommDevice(Comm):
         if key not in self._merge_ctx:
             if key not in self._attrs:  # reduce without init: size it from the sources
                 self.init(key, srcs[0].shape, srcs[0]._array.dtype, "default")
-            self._place(srcs)
+            with self._place_lock:
+                if key not in self._merge_ctx:  # (another thread may have placed it)
+                    self._place(srcs)
         buf = self._merge.get(key)
         if buf is None:
             shape, dtype = self._attrs[key]

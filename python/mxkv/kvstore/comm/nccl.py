@@ -265,8 +265,9 @@ class CommNCCL(CommDevice):
     def reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
         if self.gc is not None or len(srcs) < 2 or any(type(s) is not NDArray for s in srcs):
             return super().reduce(key, srcs, out)
-        self.validate_push({key: srcs})
-        coll = self._communicator(srcs)
+        with self._lock:  # the device set is checked and fixed in one step
+            self.validate_push({key: srcs})
+            coll = self._communicator(srcs)
         merge = self._merge_buf(key, srcs)
         root = self.devs.index(merge.context)
         by_ctx = {s.context: s for s in srcs}

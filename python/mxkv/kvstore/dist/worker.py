@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ...base import DeadNodeError, MXNetError, MXNetTimeoutError, env
+from ...fileio import atomic_write, read_bytes
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
 from ..base import _local_comm
@@ -226,29 +227,30 @@ class DistKVStore(KVStore):
         return grouped
 
     def _apply_push(self, grouped: dict, priority: int = 0) -> None:
+        # The caller holds the keys' locks: a key's merge, its sequence number
+        # and its messages are this thread's alone; other keys go on in parallel.
         self._chan.reap()
         entries = []
-        with self._lock:
-            for k in self._sorted_keys(grouped):
-                vals = grouped[k]
-                stored = self._data[k]
-                if isinstance(stored, RowSparseNDArray):
-                    rsp = [v if isinstance(v, RowSparseNDArray) else v.tostype("row_sparse")
-                           for v in vals]
-                    merged = rsp[0] if len(rsp) == 1 else self._comm.reduce_row_sparse(k, rsp)
-                else:
-                    dense = [v.tostype("default") if isinstance(v, RowSparseNDArray) else v
-                             for v in vals]
-                    merged = self._comm.reduce(k, dense)
-                seq = self._seq[k] = self._seq[k] + 1
-                for part, payload in self._payloads(k, merged, True):
-                    entries.append((part, seq, payload))
-            for shard, (items, payloads) in self._by_shard(entries).items():
-                msg = Message("push", shard, items, self._ray.put(payloads))
-                if self._sender is not None:
-                    self._sender.submit(priority, msg)
-                else:
-                    self._chan.send(msg, "push")
+        for k in self._sorted_keys(grouped):
+            vals = grouped[k]
+            stored = self._data[k]
+            if isinstance(stored, RowSparseNDArray):
+                rsp = [v if isinstance(v, RowSparseNDArray) else v.tostype("row_sparse")
+                       for v in vals]
+                merged = rsp[0] if len(rsp) == 1 else self._comm.reduce_row_sparse(k, rsp)
+            else:
+                dense = [v.tostype("default") if isinstance(v, RowSparseNDArray) else v
+                         for v in vals]
+                merged = self._comm.reduce(k, dense)
+            seq = self._seq[k] = self._seq[k] + 1
+            for part, payload in self._payloads(k, merged, True):
+                entries.append((part, seq, payload))
+        for shard, (items, payloads) in self._by_shard(entries).items():
+            msg = Message("push", shard, items, self._ray.put(payloads))
+            if self._sender is not None:
+                self._sender.submit(priority, msg)
+            else:
+                self._chan.send(msg, "push")
 
     def push(self, key: Any, value: Any, priority: int = 0) -> None:
         """Push values to the servers (several values for a key are merged here first).
@@ -257,8 +259,9 @@ class DistKVStore(KVStore):
         round, then apply the optimizer (or store the sum). ``dist_async``:
         each push is applied with the optimizer when it arrives.
         """
-        grouped = self._validate_push(key, value, "push")
-        self._apply_push(grouped, priority)
+        with self._locks.hold(key):
+            grouped = self._validate_push(key, value, "push")
+            self._apply_push(grouped, priority)
 
     # ------------------------------------------------------------ pull
     def _validate_pull(self, key: Any, out: Any, op: str, ignore_sparse: bool,
@@ -329,10 +332,11 @@ class DistKVStore(KVStore):
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         """Push then pull in one call; ``out`` defaults to ``value``."""
-        grouped = self._validate_push(key, value, "pushpull")
-        pulls = self._validate_pull(key, value if out is None else out, "pushpull", True)
-        self._apply_push(grouped, priority)
-        self._apply_pull(pulls)
+        with self._locks.hold(key):
+            grouped = self._validate_push(key, value, "pushpull")
+            pulls = self._validate_pull(key, value if out is None else out, "pushpull", True)
+            self._apply_push(grouped, priority)
+            self._apply_pull(pulls)
 
     # ------------------------------------------------------------ row_sparse_pull
     def _apply_row_sparse_pull(self, plan: list) -> None:
@@ -398,16 +402,18 @@ class DistKVStore(KVStore):
         if self._job.p3:
             raise MXNetError("Update on P3StoreDist is not supported (as MXNet): keep the "
                              "optimizer on the workers with P3 (DMLC_PS_VAN_TYPE=p3)")
-        self._command(CMD_OPTIMIZER, pickle.dumps(optimizer))
-        self._optimizer_known = True
+        with self._locks.hold_all():  # no push of this worker between old and new
+            self._command(CMD_OPTIMIZER, pickle.dumps(optimizer))
+            self._optimizer_known = True
 
     def _set_updater(self, updater: Any) -> None:
         """Ship ``updater(key, merged, stored)`` (cloudpickled) to the servers."""
         if not callable(updater):
             raise MXNetError(f"_set_updater: updater must be callable, got "
                              f"{type(updater).__name__}")
-        self._command(CMD_UPDATER, self._ray.cloudpickle.dumps(updater))
-        self._optimizer_known = True
+        with self._locks.hold_all():
+            self._command(CMD_UPDATER, self._ray.cloudpickle.dumps(updater))
+            self._optimizer_known = True
 
     def set_gradient_compression(self, compression_params: dict) -> None:
         """Compress pushes on the wire: workers quantize (keeping residuals),
@@ -424,19 +430,19 @@ class DistKVStore(KVStore):
         local store's ``load_optimizer_states`` reads."""
         from .states import gather_states
 
-        self._drain()
-        blob = gather_states(self, dump_optimizer)
-        with open(fname, "wb") as f:
-            f.write(blob)
+        with self._locks.hold_all():  # between this worker's pushes
+            self._drain()
+            blob = gather_states(self, dump_optimizer)
+        atomic_write(fname, [blob], "optimizer states file")
 
     def load_optimizer_states(self, fname: str) -> None:
         """Load states (from a dist or a local store) onto the servers."""
         from .states import scatter_states
 
-        with open(fname, "rb") as f:
-            data = f.read()
-        self._drain()
-        scatter_states(self, data, fname)
+        data = read_bytes(fname, "optimizer states file")
+        with self._locks.hold_all(with_init=True):
+            self._drain()
+            scatter_states(self, data, fname)
 
     def _drain(self) -> None:
         if self._sender is not None:
