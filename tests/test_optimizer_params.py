@@ -14,17 +14,17 @@ from mxkv.bridge import Arena, EngineFacade
 
 
 @pytest.mark.parametrize("name,params,error,match", [
-    ("sgd", {"learning_rate": "abc"}, MXNetTypeError, "learning_rate must be a number"),
-    ("sgd", {"momentum": None}, MXNetTypeError, "momentum must be a number, got None"),
-    ("sgd", {"wd": [1]}, MXNetTypeError, "wd must be a number"),
-    ("sgd", {"lazy_update": "yes"}, MXNetTypeError, "lazy_update must be true or false"),
-    ("sgd", {"learning_rate": math.nan}, MXNetValueError, "learning_rate must be finite"),
-    ("adam", {"beta1": math.inf}, MXNetValueError, "beta1 must be finite"),
-    ("adam", {"begin_num_update": 1.5}, MXNetTypeError, "begin_num_update must be an integer"),
-    ("rmsprop", {"centered": "no"}, MXNetTypeError, "centered must be true or false"),
+    ("sgd", {"learning_rate": "abc"}, MXNetTypeError, "SGD: learning_rate must be a finite number"),
+    ("sgd", {"momentum": None}, MXNetTypeError, "SGD: momentum must be a finite number, got None"),
+    ("sgd", {"wd": [1]}, MXNetTypeError, "SGD: wd must be a finite number"),
+    ("sgd", {"lazy_update": "yes"}, MXNetTypeError, "SGD: lazy_update must be True or False"),
+    ("sgd", {"learning_rate": math.nan}, MXNetValueError, "SGD: learning_rate must be finite"),
+    ("adam", {"beta1": math.inf}, MXNetValueError, "Adam: beta1 must be finite"),
+    ("adam", {"begin_num_update": 1.5}, MXNetTypeError, "Adam: begin_num_update must be an int"),
+    ("rmsprop", {"centered": "no"}, MXNetTypeError, "RMSProp: centered must be True or False"),
 ])
 def test_bad_parameters_are_refused_naming_them(name, params, error, match):
-    with pytest.raises(error, match=f"optimizer '{name}': {match}"):
+    with pytest.raises(error, match=match):
         mx.optimizer.create(name, **params)
 
 
@@ -50,7 +50,7 @@ def test_set_optimizer_from_the_jvm_refuses_at_that_call_and_keeps_the_store(tmp
         assert r[0] == "e"
         e = json.loads(r[1:])
         assert e["python_class"] == "mxkv.base.MXNetTypeError"
-        assert "learning_rate must be a number" in e["message"]
+        assert "learning_rate must be a finite number" in e["message"]
         assert f.call("kv.push", json.dumps([kv, ["w"], [w]])) == "o", "no optimizer was set"
         r = f.call("kv.set_optimizer", json.dumps(
             [kv, "sgd", {"learning_rate": 0.1, "lr_scheduler": {"type": "factor", "step": "x"}}]))

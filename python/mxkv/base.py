@@ -10,6 +10,7 @@ the error is also that builtin, so code written for either catches it::
     +-- MXNetTypeError (TypeError)
     +-- MXNetIndexError (IndexError)
     +-- MXNetIOError (OSError)
+    +-- MXNetMemoryError (MemoryError)
     +-- MissingDependencyError (ImportError)
     +-- MXNetTimeoutError (TimeoutError)
     +-- DeadNodeError
@@ -27,6 +28,7 @@ import numpy as np
 
 __all__ = [
     "MXNetError", "MXNetValueError", "MXNetTypeError", "MXNetIndexError", "MXNetIOError",
+    "MXNetMemoryError",
     "UnknownOptimizerError", "MissingDependencyError", "MXNetTimeoutError", "DeadNodeError",
     "numeric_types", "env",
 ]
@@ -56,6 +58,10 @@ class MXNetIndexError(MXNetError, IndexError):
 
 class MXNetIOError(MXNetError, OSError):
     """An MXNetError for a file that cannot be read or written."""
+
+
+class MXNetMemoryError(MXNetError, MemoryError):
+    """An array could not be allocated; the message names its shape, dtype and size."""
 
 
 class UnknownOptimizerError(MXNetValueError):

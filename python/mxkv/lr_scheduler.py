@@ -16,7 +16,10 @@ forward through their steps and do not go back for a smaller ``num_update``.
 from __future__ import annotations
 
 import logging
-from math import cos, pi
+import numbers
+from math import cos, isfinite, pi
+
+from .base import MXNetTypeError, MXNetValueError
 
 __all__ = [
     "CosineScheduler",
@@ -30,8 +33,17 @@ _log = logging.getLogger(__name__)
 
 
 def _check_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise MXNetTypeError(f"{name} must be an integer, got {value!r}")
+
+
+def _check_real(*pairs: tuple) -> None:
+    """Refuse, when the scheduler is built, a value that would break every update."""
+    for name, value in pairs:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise MXNetTypeError(f"{name} must be a number, got {value!r}")
+        if not isfinite(value):
+            raise MXNetValueError(f"{name} must be finite, got {value!r}")
 
 
 class LRScheduler:
@@ -52,6 +64,7 @@ class LRScheduler:
 
     def __init__(self, base_lr: float = 0.01, warmup_steps: int = 0,
                  warmup_begin_lr: float = 0, warmup_mode: str = "linear") -> None:
+        _check_real(("base_lr", base_lr), ("warmup_begin_lr", warmup_begin_lr))
         self.base_lr = base_lr
         _check_int("warmup_steps", warmup_steps)
         self.warmup_steps = warmup_steps
@@ -109,6 +122,8 @@ class FactorScheduler(LRScheduler):
                  base_lr: float = 0.01, warmup_steps: int = 0, warmup_begin_lr: float = 0,
                  warmup_mode: str = "linear") -> None:
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        _check_int("step", step)
+        _check_real(("factor", factor), ("stop_factor_lr", stop_factor_lr))
         if step < 1:
             raise ValueError("Schedule step must be greater or equal than 1 round")
         if factor > 1.0:
@@ -155,6 +170,9 @@ class MultiFactorScheduler(LRScheduler):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if not isinstance(step, list) or len(step) < 1:
             raise ValueError(f"step must be a non-empty list of ints, got {step!r}")
+        for _step in step:
+            _check_int("step", _step)
+        _check_real(("factor", factor))
         for i, _step in enumerate(step):
             if i != 0 and _step <= step[i - 1]:
                 raise ValueError("Schedule step must be an increasing integer list")
@@ -207,6 +225,7 @@ class PolyScheduler(LRScheduler):
                  warmup_mode: str = "linear") -> None:
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         _check_int("max_update", max_update)
+        _check_real(("pwr", pwr), ("final_lr", final_lr))
         if max_update < 1:
             raise ValueError("maximum number of updates must be strictly positive")
         self.power = pwr
@@ -249,6 +268,7 @@ class CosineScheduler(LRScheduler):
                  warmup_mode: str = "linear") -> None:
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         _check_int("max_update", max_update)
+        _check_real(("final_lr", final_lr))
         if max_update < 1:
             raise ValueError("maximum number of updates must be strictly positive")
         self.base_lr_orig = base_lr

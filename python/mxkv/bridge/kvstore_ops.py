@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib
 import os
 
-from .._params import check_params
 from ..base import MXNetTypeError, MXNetValueError
 from .registry import group as _group
 from .registry import op
@@ -119,8 +118,11 @@ class KVStoreOps:
             raise MXNetValueError(f"unknown lr scheduler {kind!r}; expected one of "
                                   f"{sorted(classes)}")
         klass = getattr(self.mx.lr_scheduler, classes[kind])
-        check_params(klass, spec, f"lr scheduler {kind!r}")
-        return klass(**spec)
+        try:
+            return klass(**spec)
+        except (TypeError, ValueError) as exc:
+            cls = MXNetTypeError if isinstance(exc, TypeError) else MXNetValueError
+            raise cls(f"lr scheduler {kind!r}: {exc}") from None
 
     # ------------------------------------------------------------ optimizers by hand
     @op("opt.create")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Dict, Type
 
-from ..base import env
+from ..base import MXNetTypeError, env
 
 __all__ = ["KVStoreBase", "create"]
 
@@ -182,7 +182,8 @@ def create(name: str = "local") -> KVStoreBase:
     'local'
     """
     if not isinstance(name, str):
-        raise TypeError(f"name must be a string, got {type(name).__name__}")
+        raise MXNetTypeError(f"create: the kvstore type must be a str, got "
+                             f"{type(name).__name__} ({name!r})")
     tname = name.lower()
     if tname in KVStoreBase.kv_registry:
         return KVStoreBase.kv_registry[tname]()

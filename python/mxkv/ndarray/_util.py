@@ -44,7 +44,7 @@ def normalize_shape(shape: Any) -> tuple:
         dims = tuple(int(d) for d in shape)
         ok = all(d >= 0 for d in dims) and all(
             isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in shape)
-    except TypeError:
+    except (TypeError, ValueError, OverflowError):  # None, 'abc', nan, inf
         ok = False
     if not ok:
         raise MXNetValueError(f"invalid shape {shape!r}: expected a tuple of non-negative ints")

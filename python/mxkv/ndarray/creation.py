@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base import MXNetMemoryError
 from ..context import Context, xp_for
 from ._util import (
     MXNetTypeError,
@@ -61,14 +62,30 @@ def _filled(shape: Any, ctx: Any, dtype: Any, fill: Any) -> NDArray:
     ctx = _ctx_arg(ctx)
     dt = normalize_dtype(dtype)
     xp = xp_for(ctx)
-    with device_scope(ctx):
-        if fill is None:
-            arr = xp.empty(shape, dtype=dt)
-        elif fill == 0:
-            arr = xp.zeros(shape, dtype=dt)
-        else:
-            arr = xp.full(shape, _scalar_for(dt, fill) if dt.kind in "iu" else fill, dtype=dt)
+    try:
+        with device_scope(ctx):
+            if fill is None:
+                arr = xp.empty(shape, dtype=dt)
+            elif fill == 0:
+                arr = xp.zeros(shape, dtype=dt)
+            else:
+                arr = xp.full(shape, _scalar_for(dt, fill) if dt.kind in "iu" else fill,
+                              dtype=dt)
+    except MemoryError:
+        raise _too_big(shape, dt, ctx) from None
+    except ValueError as exc:
+        if "too big" not in str(exc) and "maximum" not in str(exc):
+            raise
+        raise _too_big(shape, dt, ctx) from None
     return NDArray(arr, ctx)
+
+
+def _too_big(shape: tuple, dt: np.dtype, ctx: Any) -> MXNetMemoryError:
+    nbytes = dt.itemsize
+    for d in shape:
+        nbytes *= d
+    return MXNetMemoryError(f"cannot allocate an array of shape {shape} and dtype {dt.name} "
+                            f"on {ctx}: {nbytes / 2 ** 30:.4g} GiB")
 
 
 def zeros(shape: Any, ctx: Context | None = None, dtype: Any = None,

@@ -23,8 +23,7 @@ from typing import Any, ClassVar, Union
 
 import numpy as np
 
-from .._params import check_params
-from ..base import UnknownOptimizerError
+from ..base import MXNetTypeError, UnknownOptimizerError
 from ._arrays import copy_as, dense_view, is_row_sparse, new_like
 from .params import check_mults, check_number, check_optimizer
 
@@ -207,8 +206,12 @@ class Optimizer:
         if klass is None:
             known = ", ".join(sorted(Optimizer.opt_registry))
             raise UnknownOptimizerError(f"Cannot find optimizer {name}; known optimizers: {known}")
-        check_params(klass, kwargs, f"optimizer {name!r}")
-        return klass(**kwargs)
+        try:
+            return klass(**kwargs)
+        except TypeError as exc:
+            if isinstance(exc, MXNetTypeError):
+                raise
+            raise MXNetTypeError(f"{klass.__name__}: {exc}") from None
 
     # ------------------------------------------------------------ learning rate
 
