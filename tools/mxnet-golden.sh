@@ -3,6 +3,7 @@
 #   tests/golden/parity.json          tools/mxnet_golden.py   (the parity scenarios)
 #   tests/golden/optimizers.json      tools/golden_optimizers.py
 #   tests/golden/compression.json     tools/golden_compression.py
+#   tests/golden/mxnet_states/        tools/golden_states.py  (optimizer states files)
 #   tests/golden/differential.json.gz tools/differential.py golden (60 seeds x 200 calls)
 # Arguments are passed on to tools/mxnet_golden.py, e.g.
 #   bash tools/mxnet-golden.sh --only 'push_sum_three_devices[local]'
@@ -16,4 +17,5 @@ cd "$ROOT"
 case " $* " in *" --only "*) exit 0 ;; esac
 "$PY" tools/golden_optimizers.py
 "$PY" tools/golden_compression.py
+"$PY" tools/golden_states.py
 "$PY" tools/differential.py golden --seeds 60 --ops 200

@@ -16,7 +16,10 @@ save to the same path on the same host removes the temporaries of that path
 whose process is gone, so none outlives its path's next save.
 
 Nd files (``nd.save``) and optimizer states files (``save_optimizer_states``)
-both go through here.
+both go through here, and both end with mxkv's checksum trailer
+(:data:`TRAILER` and a CRC-32 of every byte before it), which MXNet's
+readers never reach (its nd reader stops after the names, ``pickle`` after
+its STOP opcode): :func:`check_trailer` verifies it when a file has one.
 """
 from __future__ import annotations
 
@@ -25,14 +28,21 @@ import os
 import secrets
 import socket
 import stat
-from typing import Iterable, Union
+import struct
+import zlib
+from typing import Iterable, Iterator, Union
 
 from .base import MXNetIOError, MXNetTypeError
 
-__all__ = ["TEMP_MARK", "atomic_write", "read_bytes", "stale_temporaries", "temp_name"]
+__all__ = ["TEMP_MARK", "TRAILER", "atomic_write", "check_trailer", "read_bytes",
+           "stale_temporaries", "temp_name", "with_trailer"]
 
 #: What every temporary's name carries after the target's name.
 TEMP_MARK = ".mxkv-tmp."
+
+#: mxkv's checksum trailer: these 8 bytes, then the CRC-32 (u32, little-endian).
+TRAILER = b"MXKVCRC1"
+TRAILER_LEN = len(TRAILER) + 4
 
 PathLike = Union[str, "os.PathLike[str]"]
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | \
@@ -191,3 +201,26 @@ def read_bytes(fname: PathLike, what: str = "file") -> bytes:
             return f.read()
     except OSError as exc:
         raise MXNetIOError(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
+
+
+def with_trailer(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """``chunks``, then the checksum trailer over all of them (computed as they pass)."""
+    crc = 0
+    for c in chunks:
+        crc = zlib.crc32(c, crc)
+        yield c
+    yield TRAILER + struct.pack("<I", crc & 0xFFFFFFFF)
+
+
+def check_trailer(buf: memoryview, where: str) -> int:
+    """Verify the checksum trailer when ``buf`` ends with one; return where the
+    contents end (``len(buf)`` when there is no trailer).
+
+    Raises :class:`MXNetIOError` naming ``where`` when the checksum differs."""
+    n = len(buf)
+    if n >= TRAILER_LEN and bytes(buf[n - TRAILER_LEN:n - 4]) == TRAILER:
+        (stored,) = struct.unpack("<I", buf[n - 4:])
+        if zlib.crc32(buf[:n - TRAILER_LEN]) & 0xFFFFFFFF != stored:
+            raise MXNetIOError(f"{where}: checksum mismatch: the file is corrupted")
+        return n - TRAILER_LEN
+    return n

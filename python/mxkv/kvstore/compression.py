@@ -58,11 +58,14 @@ def _parse_threshold(value: Any) -> float:
     """Parse ``threshold`` as MXNet does: the C++ side reads ``str(value)``."""
     text = str(value).strip()
     try:
-        return float(text)
+        threshold = float(text)
     except ValueError:
         raise MXNetError(
             f"Invalid Parameter format for threshold expect float but value='{value}'"
         ) from None
+    if math.isinf(threshold):  # (MXNet refuses it for 1bit; a 2bit one would send nothing)
+        raise MXNetError(f"gradient compression: threshold must be finite, got {value!r}")
+    return threshold
 
 
 class GradientCompression:

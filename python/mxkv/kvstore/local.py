@@ -507,11 +507,14 @@ class KVStore(KVStoreBase):
 
         The states are taken between pushes (no push is half applied in
         them), and the file is replaced atomically: it holds the previous
-        states or the new ones, whatever happens (``mxkv.fileio``).
+        states or the new ones, whatever happens (``mxkv.fileio``). It is
+        MXNet's pickle followed by a CRC-32 trailer that pickle ignores.
         """
+        from ..optimizer.states_file import sealed
+
         with self._locks.hold_all():
             states = self._states_updater("save_optimizer_states").get_states(dump_optimizer)
-        atomic_write(fname, [states], "optimizer states file")
+        atomic_write(fname, sealed(states), "optimizer states file")
 
     def load_optimizer_states(self, fname: str) -> None:
         """Load states saved by :meth:`save_optimizer_states` (or by MXNet).

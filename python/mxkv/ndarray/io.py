@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import os
 import struct
-import zlib
 from typing import Any, Iterable, List, Optional, Tuple
 
 import numpy as np
 
 from ..base import MXNetIOError
 from ..context import Context, cpu
-from ..fileio import atomic_write, read_bytes
+from ..fileio import TRAILER, atomic_write, check_trailer, read_bytes, with_trailer
 from ._util import MXNetTypeError, is_host, to_device
 from .ndarray import NDArray
 from .sparse import RowSparseNDArray
@@ -47,8 +46,6 @@ LIST_MAGIC = 0x112
 V1_MAGIC = 0xF993FAC8
 V2_MAGIC = 0xF993FAC9
 V3_MAGIC = 0xF993FACA
-TRAILER = b"MXKVCRC1"
-_TRAILER_LEN = len(TRAILER) + 4
 MAX_NDIM = 32  # beyond any real array: a larger ndim means a corrupted file
 
 TYPE_FLAGS = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2,
@@ -143,16 +140,7 @@ def save(fname: str | os.PathLike, data: Any) -> None:
     >>> mx.nd.load('/tmp/mxkv-doc.params')['w'].asnumpy()
     array([1., 1.], dtype=float32)
     """
-    chunks = encode(data)
-
-    def with_trailer():
-        crc = 0
-        for c in chunks:
-            crc = zlib.crc32(c, crc)
-            yield c
-        yield TRAILER + struct.pack("<I", crc & 0xFFFFFFFF)
-
-    atomic_write(fname, with_trailer(), "NDArray file")
+    atomic_write(fname, with_trailer(encode(data)), "NDArray file")
 
 
 # ---------------------------------------------------------------------- reading
@@ -288,23 +276,12 @@ def _names(r: Reader, count: int) -> List[str]:
     return names
 
 
-def _check_trailer(buf: memoryview, where: str) -> int:
-    """Verify mxkv's CRC trailer when there is one; return where the MXNet part ends."""
-    n = len(buf)
-    if n >= _TRAILER_LEN and bytes(buf[n - _TRAILER_LEN:n - 4]) == TRAILER:
-        (stored,) = struct.unpack("<I", buf[n - 4:])
-        if zlib.crc32(buf[:n - _TRAILER_LEN]) & 0xFFFFFFFF != stored:
-            raise MXNetIOError(f"{where}: checksum mismatch: the file is corrupted")
-        return n - _TRAILER_LEN
-    return n
-
-
 def decode(buf: memoryview, ctx: Optional[Context], where: str) -> list | dict:
     """Arrays from a whole file held in ``buf``."""
     from .io_legacy import MXKV1_MAGIC, decode_mxkv1
     if bytes(buf[:len(MXKV1_MAGIC)]) == MXKV1_MAGIC:
         return decode_mxkv1(buf, ctx or cpu(0), where)
-    end = _check_trailer(buf, where)
+    end = check_trailer(buf, where)
     r = Reader(buf, where, end)
     if end < 24:
         raise r.fail(f"not an NDArray file: {end} bytes is too short")

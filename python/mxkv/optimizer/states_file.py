@@ -15,7 +15,10 @@ reads states with an unpickler that admits only what states files hold:
   ``mx.optimizer.SGD``), so files written by MXNet 1.9 load too.
 
 Anything else a file names (``os.system``, ``builtins.eval``, any class) is
-refused before it is looked up. Then the loaded object is checked whole:
+refused before it is looked up. Files mxkv writes end with a CRC-32 trailer
+(``fileio.TRAILER``, after pickle's STOP opcode, where no reader looks), so a
+flipped bit anywhere is caught; a file without one (MXNet's) must end where
+its pickle does. Then the loaded object is checked whole:
 its shape (states dict, optional optimizer), every key (int or str), every
 state (arrays, None, tuples and lists of them), every array record, and the
 optimizer's hyper-parameters (``params.py``). Only a file that passes every
@@ -31,11 +34,19 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 import numpy as np
 
 from ..base import MXNetError, MXNetIOError, MXNetValueError
+from ..fileio import check_trailer, with_trailer
 from .optimizer import Optimizer
 
-__all__ = ["LoadedStates", "read_states", "restricted_loads"]
+__all__ = ["LoadedStates", "read_states", "restricted_loads", "sealed"]
 
 _CONTEXTS = ("cpu", "gpu", "cpu_pinned", "cpu_shared")
+
+
+def sealed(states: bytes) -> list:
+    """The chunks of a states file: the pickle, then mxkv's checksum trailer
+    (``fileio.TRAILER``), which ``pickle`` never reads (it stops at its STOP
+    opcode) and :func:`restricted_loads` verifies."""
+    return list(with_trailer([states]))
 
 
 # ------------------------------------------------------------------ unpickling
@@ -115,8 +126,8 @@ def _mxnet_optimizer(module: str, name: str) -> Any:
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, data: bytes, where: str) -> None:
-        super().__init__(io.BytesIO(data))
+    def __init__(self, stream: io.BytesIO, where: str) -> None:
+        super().__init__(stream)
         self._table = _allowed()
         self._where = where
 
@@ -137,8 +148,15 @@ def restricted_loads(data: bytes, where: str = "optimizer states") -> Any:
     bytes that are not a pickle."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise MXNetIOError(f"{where}: states must be bytes, got {type(data).__name__}")
+    data = bytes(data)
+    end = check_trailer(memoryview(data), where)
+    stream = io.BytesIO(data[:end])
     try:
-        return _Unpickler(bytes(data), where).load()
+        loaded = _Unpickler(stream, where).load()
+        if stream.tell() != end:
+            raise MXNetIOError(f"{where}: {end - stream.tell()} unexpected bytes after the "
+                               "states: the file is corrupted")
+        return loaded
     except MXNetIOError as exc:
         if str(exc).startswith(where):
             raise

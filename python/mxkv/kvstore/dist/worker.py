@@ -428,12 +428,13 @@ class DistKVStore(KVStore):
     def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
         """Save the servers' optimizer states as one file, in the format a
         local store's ``load_optimizer_states`` reads."""
+        from ...optimizer.states_file import sealed
         from .states import gather_states
 
         with self._locks.hold_all():  # between this worker's pushes
             self._drain()
             blob = gather_states(self, dump_optimizer)
-        atomic_write(fname, [blob], "optimizer states file")
+        atomic_write(fname, sealed(blob), "optimizer states file")
 
     def load_optimizer_states(self, fname: str) -> None:
         """Load states (from a dist or a local store) onto the servers."""
