@@ -79,6 +79,7 @@ class KeyLocks:
         self._n = len(self._locks)
         self._of: Dict[Any, int] = {}  # key -> index of its lock
         self.init_lock = threading.RLock()
+        self._all = _Held(self._locks)
 
     @property
     def stripes(self) -> int:
@@ -98,25 +99,27 @@ class KeyLocks:
         except TypeError:  # unhashable: not a key; the call's validation says so
             return None
 
-    def hold(self, key: Any) -> _Held:
+    def hold(self, key: Any) -> Any:
         """The locks of ``key`` (one key, or a list/tuple of keys, as a store
         call names them), for a ``with`` block. A call naming a key without
         a lock also holds the init lock (taken first)."""
         if type(key) in (list, tuple):
             if len(key) >= self._n:
-                return _Held(self._locks)
+                return self._all
             index = self._index
             known = {index(k) for k in key}
             if None in known:
                 known.discard(None)
                 return _Held([self.init_lock] + [self._locks[i] for i in sorted(known)])
             if len(known) == 1:
-                return _Held([self._locks[known.pop()]])
+                return self._locks[known.pop()]
             return _Held([self._locks[i] for i in sorted(known)])
-        i = self._index(key)
-        if i is None:
-            return _Held([self.init_lock])
-        return _Held([self._locks[i]])
+        try:
+            i = self._of.get(key)
+        except TypeError:  # unhashable: not a key
+            i = None
+        # one key: its lock itself (a C-level context manager, the cheapest)
+        return self.init_lock if i is None else self._locks[i]
 
     def hold_all(self, with_init: bool = False) -> _Held:
         """Every key lock, in order (an operation on the whole store);
