@@ -121,6 +121,12 @@ def bad_record(**fields):
     return rec
 
 
+def broken_scheduler():
+    sched = mx.lr_scheduler.FactorScheduler(step=2)
+    sched.step = "abc"  # a file can set any field of a scheduler it names
+    return sched
+
+
 BAD_FILES = [
     ("the int 42", saved(42), MXNetIOError, "holds int 42"),
     ("a dict of strings", saved({"a": "b"}), MXNetIOError, "a state holds str 'b'"),
@@ -140,6 +146,8 @@ BAD_FILES = [
      "learning_rate must be a finite number, got 'abc'"),
     ("an optimizer with NaN momentum", saved(({}, sgd_with(momentum=float("nan")))),
      MXNetIOError, "momentum must be finite"),
+    ("a scheduler with step='abc'", saved(({}, sgd_with(lr_scheduler=broken_scheduler()))),
+     MXNetIOError, "lr_scheduler.step must be an int, got 'abc'"),
     ("an optimizer without counts", saved(({}, sgd_with(_all_index_update_counts="x"))),
      MXNetIOError, "update counts"),
     ("an empty file", b"", MXNetIOError, "not an optimizer states file"),

@@ -345,3 +345,48 @@ def custom_updater(kv, mx):
 def test_set_updater_ships_the_function_to_the_servers(jobs):
     job = jobs.job(2, 2)
     assert jobs.run(job, custom_updater) == [[5.0, 5.0, 5.0]] * 2   # 1 + 2 * (1 + 1)
+
+
+def threaded_pushes(kv, mx, threads, calls):
+    """``threads`` threads of one worker push one shared key and a key each."""
+    import threading
+
+    def add(key, merged, stored):
+        stored += merged
+
+    own = [f"k{i}" for i in range(threads)]
+    kv.init(["one"] + own, [mx.nd.zeros((64,)) for _ in range(threads + 1)])
+    kv._set_updater(add)
+    errors = []
+
+    def work(i):
+        try:
+            g, out = mx.nd.ones((64,)), mx.nd.zeros((64,))
+            for j in range(calls):
+                kv.push("one", g)
+                kv.push(own[i], g)
+                kv.pull(own[i], out=out)
+                a = out.asnumpy()
+                if not a.min() == a.max() == j + 1:
+                    errors.append((i, j, float(a.min()), float(a.max())))
+        except BaseException as exc:  # noqa: BLE001 - returned to the test
+            errors.append(repr(exc))
+
+    ts = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(90)
+    alive = sum(t.is_alive() for t in ts)
+    out = mx.nd.zeros((64,))
+    kv.pull("one", out=out)
+    return errors, alive, float(out.asnumpy().min()), float(out.asnumpy().max())
+
+
+def test_threads_of_one_worker_push_and_pull_atomically(jobs):
+    # 8 threads of one worker: each key's pushes are applied once each, in
+    # order, and a thread's pull after its push sees it (dist_sync, 1 worker).
+    job = jobs.job(1, 2)
+    (errors, alive, lo, hi), = jobs.run(job, threaded_pushes, 8, 25)
+    assert errors == [] and alive == 0
+    assert lo == hi == 8 * 25

@@ -71,6 +71,22 @@ def check_mults(owner: str, name: str, mults: Any) -> None:
         check_number(owner, f"{name}[{k!r}]", v)
 
 
+def _steps(owner: str, name: str, value: Any) -> None:
+    """A step count, or (MultiFactorScheduler) a list of them."""
+    for v in (value if isinstance(value, list) else [value]):
+        _count(owner, name, v)
+
+
+# A scheduler's fields (mxkv's and MXNet's schedulers share them).
+SCHEDULER_RULES: Dict[str, Callable[[str, str, Any], None]] = {
+    "base_lr": check_number, "base_lr_orig": check_number, "final_lr": check_number,
+    "factor": check_number, "stop_factor_lr": check_number, "power": check_number,
+    "warmup_begin_lr": check_number, "warmup_final_lr": check_number,
+    "warmup_steps": _count, "count": _count, "cur_step_ind": _count, "max_update": _count,
+    "max_steps": _count, "step": _steps,
+}
+
+
 def _scheduler(owner: str, value: Any) -> None:
     if value is None:
         return
@@ -78,7 +94,15 @@ def _scheduler(owner: str, value: Any) -> None:
     if not isinstance(value, LRScheduler) and not callable(value):
         raise MXNetTypeError(f"{owner}: lr_scheduler must be an LRScheduler, got "
                              f"{_describe(value)}")
-    if hasattr(value, "base_lr"):
+    if isinstance(value, LRScheduler):
+        for name, field in vars(value).items():
+            rule = SCHEDULER_RULES.get(name)
+            if rule is not None:
+                rule(owner, f"lr_scheduler.{name}", field)
+        if getattr(value, "warmup_mode", "linear") not in ("linear", "constant"):
+            raise MXNetValueError(f"{owner}: lr_scheduler.warmup_mode must be 'linear' or "
+                                  f"'constant', got {_describe(value.warmup_mode)}")
+    elif hasattr(value, "base_lr"):
         check_number(owner, "lr_scheduler.base_lr", value.base_lr)
 
 
