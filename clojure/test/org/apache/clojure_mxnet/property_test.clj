@@ -189,7 +189,7 @@
                bad (pick r bad-numbers)]
            {:what (str "set-optimizer " oname " with " p " " (pr-str bad))
             :f #(kvstore/set-optimizer kv {:name oname :params {p bad}}) :type :mxnet-error
-            :msg (q (str "optimizer '" oname "': " p " must be"))})
+            :msg (re-pattern (str "^\\w+: " (java.util.regex.Pattern/quote p) " must be"))})
       17 (let [oname (str "no-such-optimizer-" (int-in r 0 1000))]
            (pick r [{:what (str "set-optimizer " oname)
                      :f #(kvstore/set-optimizer kv {:name oname :params {}}) :type :mxnet-error
@@ -206,7 +206,7 @@
                   (let [bad (pick r [##NaN -1 0 -0.5 ##-Inf])]
                     {:what (str "2bit compression with threshold " bad)
                      :f #(kvstore/set-gradient-compression kvd {:type "2bit" :threshold bad})
-                     :type :mxnet-error :msg #"threshold must be greater than 0"})
+                     :type :mxnet-error :msg #"threshold must be (greater than 0|finite)"})
                   {:what "2bit compression with a threshold that is not a number"
                    :f #(kvstore/set-gradient-compression kvd {:type "2bit" :threshold (pick r ["x" "" "1/2"])})
                    :type :mxnet-error :msg #"for threshold expect float"}
@@ -227,14 +227,28 @@
                      :f #(kvstore/load-optimizer-states kv (pick r [nil 1 :f (File. "x")]))
                      :type :invalid-argument :msg #"^Invalid filename$"}]))
       20 (let [f (File. ^File dir (str "states-" (int-in r 0 1000000)))
-               bytes (if (.nextBoolean r)
-                       (java.util.Arrays/copyOf ^bytes good-states (int (int-in r 0 (alength ^bytes good-states))))
+               kind (int-in r 0 3)
+               ;; pickles (protocol 2) of things that are not states: 42, {"a" "b"}, [1 2]
+               wrong-thing {0 [0x80 2 0x4b 42 0x2e]
+                            1 [0x80 2 0x7d 0x71 0 0x58 1 0 0 0 0x61 0x71 1 0x58 1 0 0 0 0x62 0x71 2 0x73 0x2e]
+                            2 [0x80 2 0x5d 0x71 0 0x28 0x4b 1 0x4b 2 0x65 0x2e]}]
+           (if (zero? (int-in r 0 4))
+             (let [bytes (byte-array (map unchecked-byte (wrong-thing kind)))]
+               (Files/write (.toPath f) ^bytes bytes ^"[Ljava.nio.file.OpenOption;" (make-array OpenOption 0))
+               {:what (str "load optimizer states from a valid pickle of the wrong thing (" kind ")")
+                :f #(try (kvstore/load-optimizer-states kv (.getPath f)) (finally (.delete f)))
+                :type :mxnet-error :msg (q (str (.getPath f) "': "))})
+           (let [bytes (if (.nextBoolean r)
+                       ;; cut inside the pickle: mxkv's 12-byte CRC trailer is optional,
+                       ;; so a cut where it starts leaves a whole file (MXNet's own form)
+                       (java.util.Arrays/copyOf ^bytes good-states
+                                                (int (int-in r 0 (- (alength ^bytes good-states) 12))))
                        (byte-array (cons (unchecked-byte 0xff)
                                          (repeatedly (int-in r 0 64) #(unchecked-byte (int-in r 0 256))))))]
            (Files/write (.toPath f) ^bytes bytes ^"[Ljava.nio.file.OpenOption;" (make-array OpenOption 0))
            {:what (str "load optimizer states from a corrupt file of " (alength ^bytes bytes) " bytes")
             :f #(try (kvstore/load-optimizer-states kv (.getPath f)) (finally (.delete f)))
-            :type :mxnet-error :msg (q (str (.getPath f) " is not an optimizer states file"))})
+            :type :mxnet-error :msg (q (str (.getPath f) "': not an optimizer states file"))})))
       21 (let [f (File. ^File dir (str "arrays-" (int-in r 0 1000000)))
                ;; not at the start of mxkv's optional 12-byte trailer (b"MXKVCRC1" and
                ;; a CRC-32): what comes before it is a whole file in MXNet's format
