@@ -170,7 +170,8 @@ def p3_order(kv, mx):
             errors.append(None)
         except MXNetError as exc:
             errors.append(str(exc))
-    return [float(o.asnumpy().min()) for o in outs], errors
+    sent = [int(str(name).split("#")[0]) for names in kv._sender.sent for name in names]
+    return [float(o.asnumpy().min()) for o in outs], errors, sent
 
 
 # ---------------------------------------------------------------- tests
@@ -312,17 +313,20 @@ def test_p3_sends_in_priority_order_and_refuses_what_mxnet_refuses(jobs):
 
     job = jobs.job(2, 2, p3=True)
     results = jobs.run(job, p3_order, env={"MXNET_KVSTORE_SLICE_THRESHOLD": "100"})
-    for mins, errors in results:
+    for mins, errors, sent in results:
         assert mins == [3.0, 3.0, 3.0]
         assert "P3" in errors[0] and "P3" in errors[1]
-    order = []
-    for s in ray.get([s.stats.remote() for s in job.shards]):
-        keys = [int(str(n).split("#")[0]) for n in s["arrivals"][-20:]]
-        order.append(keys)
-    for keys in order:
-        per_rank = [k for k in keys]
-        firsts = sorted(set(per_rank), key=per_rank.index)
-        assert firsts == [k for k in (1, 2, 0) if k in firsts], order
+        # What P3 orders is when messages leave the worker: every slice of
+        # key 1 (priority -1), then key 2 (-2), then key 0 (-3). 250, 90 and
+        # 400 elements in slices of 100 are 3, 1 and 4 slices.
+        assert sent[-8:] == [1] + [2] * 4 + [0] * 3, sent
+    # Every slice reached a shard (a shard is an async actor: it may start
+    # concurrent pushes in another order, as a network may deliver them).
+    arrived = [str(n) for s in ray.get([s.stats.remote() for s in job.shards])
+               for n in s["arrivals"]]
+    for key, slices in ((0, 3), (1, 1), (2, 4)):
+        names = {n for n in arrived if n.split("#")[0] == str(key)}
+        assert len(names) == slices, (key, sorted(names))
 
 
 def test_p3_refuses_async(jobs):

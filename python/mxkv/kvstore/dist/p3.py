@@ -13,6 +13,7 @@ always sees this worker's earlier pushes.
 """
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 import threading
@@ -38,6 +39,9 @@ class PrioritySender:
         self._busy = 0
         self._held = False
         self._error: Optional[BaseException] = None
+        #: The part names of the last messages sent, oldest first: what P3
+        #: orders is when messages leave this worker.
+        self.sent: collections.deque = collections.deque(maxlen=1000)
         self._thread = threading.Thread(target=self._run, name="mxkv-p3-sender", daemon=True)
         self._thread.start()
 
@@ -70,6 +74,7 @@ class PrioritySender:
                 self._cv.wait_for(lambda: self._heap and not self._held)
                 _, _, msg = heapq.heappop(self._heap)
                 self._busy += 1
+                self.sent.append([name for name, _ in msg.items])
             try:
                 self.channel.send(msg, "push")
             except BaseException as exc:  # noqa: BLE001 - handed to the next flush
