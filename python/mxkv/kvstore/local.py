@@ -29,6 +29,7 @@ from ..fileio import atomic_write, read_bytes
 from ..ndarray import NDArray
 from ..ndarray.cow import any_shared, before_write
 from ..ndarray.sparse import RowSparseNDArray
+from . import small
 from .base import KVStoreBase
 from .comm import create_comm
 from .compression import GradientCompression
@@ -74,6 +75,8 @@ class KVStore(KVStoreBase):
         self._compression: Optional[GradientCompression] = None
         self._barrier_before_exit = True
         self._locks = KeyLocks()
+        self._small = small.enabled(self)  # batches of small keys in one pass
+        self._small_seen: Dict[Any, Any] = {}  # (small.py's, per store)
 
     # -- properties --------------------------------------------------------
     @property
@@ -297,6 +300,8 @@ class KVStore(KVStoreBase):
         another dtype than the key's are cast to it.
         """
         with self._locks.hold(key):
+            if self._small and small.push(self, key, value):
+                return
             grouped = self._validate_push(key, value, "push")
             self._apply_push(grouped)
 
@@ -385,12 +390,16 @@ class KVStore(KVStoreBase):
         outs are skipped unless ``ignore_sparse=False``.
         """
         with self._locks.hold(key):
+            if self._small and small.pull(self, key, out):
+                return
             grouped = self._validate_pull(key, out, "pull", ignore_sparse)
             self._apply_pull(grouped)
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         """Push then pull in one call; ``out`` defaults to ``value``."""
         with self._locks.hold(key):
+            if self._small and small.pushpull(self, key, value, out):
+                return
             grouped = self._validate_push(key, value, "pushpull")
             pulls = self._validate_pull(key, value if out is None else out, "pushpull", True)
             self._apply_push(grouped)

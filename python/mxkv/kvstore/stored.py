@@ -22,6 +22,7 @@ write never lands in the middle of either copy.
 """
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from typing import Any, Dict, Iterator, Tuple
@@ -52,6 +53,11 @@ class StoredValues:
         self.ctx = ctx
         self._copy = copy
         self.values: Dict[Any, Any] = {}  # read-only for callers: key -> stored value
+        # Changes whenever a key's stored object does (a new key, set, share,
+        # made private): what a caller checked about the stored objects of
+        # some keys still holds while it is unchanged (kvstore/small.py).
+        self._changes = itertools.count(1)
+        self.version = 0
         self._spare: Dict[Any, NDArray] = {}     # the private buffer of a shared key
         self._shares: Dict[Any, cow.Share] = {}
         self._lock = threading.Lock()  # the three tables, across a share's changes
@@ -94,11 +100,13 @@ class StoredValues:
         """Make ``value`` (an array the store owns) the stored value of ``key``."""
         if key not in self._shares:
             self.values[key] = value
+            self.version = next(self._changes)
             return
         with self.guard(key), self._lock:
             s = self._shares.pop(key, None)
             self._spare.pop(key, None)
             self.values[key] = value
+            self.version = next(self._changes)
         if s is not None:
             s.release()
 
@@ -136,6 +144,7 @@ class StoredValues:
                     self._spare[key] = self.values[key]
                 self.values[key] = NDArray(src._array, self.ctx)
                 self._shares[key] = s
+                self.version = next(self._changes)
         if old is not None:
             old.release()
         return True
@@ -165,6 +174,7 @@ class StoredValues:
                 del self._shares[key]
                 del self._spare[key]
                 self.values[key] = own
+                self.version = next(self._changes)
         s.release()
         return own
 

@@ -68,6 +68,10 @@ class Comm:
 
     name = "base"
     registry: Dict[str, Type["Comm"]] = {}
+    #: Whether this comm's ``reduce(key, [src], out)`` and ``broadcast(key,
+    #: src, [dst])`` of small host arrays are plain copies, so a store may do
+    #: a whole batch of them with one :meth:`copy_each` (``kvstore/small.py``).
+    batch_copies = False
 
     def __init__(self) -> None:
         self.reducer = Reducer()
@@ -118,6 +122,13 @@ class Comm:
             return
         for d in dsts:
             copy_array(d._array, s)
+
+    def copy_each(self, dsts: Sequence[np.ndarray], srcs: Sequence[np.ndarray]) -> None:
+        """``dst[...] = src`` for each pair of small same-shaped host arrays
+        (cast to the dst's dtype): a batch of one-source reduces into an out,
+        or of one-out broadcasts, for a comm with ``batch_copies``."""
+        for d, s in zip(dsts, srcs):
+            d[...] = s
 
     def close(self) -> None:
         self.reducer.close()

@@ -18,6 +18,7 @@ __all__ = ["CommCPU"]
 @Comm.register
 class CommCPU(Comm):
     name = "cpu"
+    batch_copies = True  # small host values: reduce(key, [src], out) and broadcast copy
 
     def __init__(self) -> None:
         super().__init__()

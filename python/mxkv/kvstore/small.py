@@ -1,0 +1,265 @@
+"""Batched calls over many small keys, in one pass over the batch.
+
+A push, pull or pushpull naming a list of keys with one small dense host
+array per key (a model's biases, a table of counters; ``small_keys_1000`` and
+the key-count sweep in ``docs/benchmarks.md``) would otherwise pay the general
+path's per-key work: a dict of one-element lists, checks one property at a
+time, a comm call per key. Here the checks run over the whole batch in
+C-level loops (``map`` over attribute getters, set and list comparisons) and
+the copies in one tight loop, so a key costs the same in a batch of 100 or
+of 100,000.
+
+What the checks learn about the stored side of a batch (which keys, in which
+order, their stored arrays, shapes and dtypes) is kept per store for a few
+key lists and reused while ``StoredValues.version`` is unchanged, so a
+training loop's repeated batches check only the call's own arrays. No
+object is made per key that outlives its check: a big batch gives the
+garbage collector nothing new to trace.
+
+The results are exactly the general path's. Each function first checks that
+the call is such a batch and valid, and returns False, having changed
+nothing, when it is not; the store then takes the general path, which also
+raises the errors. The copies are the ones the general path makes
+(``dst[...] = src``, cast to the destination's dtype) in the same key order
+(ascending int keys, init order for str keys), and an updater is called as
+there, once per key. The store calls these functions holding the call's key
+locks (``locks.py``), as it does its own steps.
+
+Taken when: the store is a plain local ``KVStore`` (``enabled``) over a comm
+whose small host copies are plain copies (``Comm.batch_copies``: the ``cpu``
+comm); the call names a list or tuple of at least ``MIN_KEYS`` distinct
+initialized keys with one ``NDArray`` each, in host memory, of the key's
+shape, and stored values of under ``SHARE_MIN_BYTES``; no gradient
+compression is set; a push's keys are not shared copy-on-write and an
+optimizer's gradients have the weights' dtype; a pull needs no copy-on-write
+bookkeeping (``cow.any_shared()`` is false).
+"""
+from __future__ import annotations
+
+from itertools import islice
+from operator import attrgetter, eq, lt
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from ..ndarray import NDArray
+from ..ndarray.cow import any_shared
+from .stored import SHARE_MIN_BYTES
+
+__all__ = ["MIN_KEYS", "enabled", "pull", "push", "pushpull"]
+
+# Below this many keys the general path costs no more than the checks here.
+MIN_KEYS = 8
+# Key lists whose stored side is remembered, per store.
+_REMEMBERED = 8
+
+# The store's steps this module stands in for: a subclass that overrides
+# one of them (the distributed worker sends pushes to servers) keeps the
+# general path.
+_REPLACES = ("_validate_push", "_apply_push", "_check_optimizer_push", "_store_sum",
+             "_validate_pull", "_apply_pull", "_pull_keys", "_sorted_keys")
+
+_array = attrgetter("_array")
+_shape = attrgetter("shape")
+_dtype = attrgetter("dtype")
+_nbytes = attrgetter("nbytes")
+_NDARRAY = {NDArray}
+_HOST = {np.ndarray}
+
+
+def enabled(store: Any) -> bool:
+    """Whether ``store`` may take this path at all (asked once, when it is made)."""
+    from .local import KVStore
+
+    cls = type(store)
+    return bool(getattr(store._comm, "batch_copies", False)) and \
+        all(getattr(cls, name) is getattr(KVStore, name) for name in _REPLACES)
+
+
+class _Keys:
+    """The stored side of a batch of keys, valid while the store's
+    ``StoredValues.version`` is ``version``."""
+
+    __slots__ = ("version", "given", "keys", "perm", "sarrays", "shapes", "dtypes", "rows")
+
+    def __init__(self, version: int, given: List[Any], keys: List[Any],
+                 perm: Optional[List[int]], sarrays: List[Any], rows: bool) -> None:
+        self.version = version
+        self.given = given        # the keys as the call named them
+        self.keys = keys          # in the general path's order
+        self.perm = perm          # given -> that order (None: the same)
+        self.sarrays = sarrays    # the stored numpy arrays, in that order
+        self.shapes = list(map(_shape, sarrays))
+        self.dtypes = list(map(_dtype, sarrays))
+        self.rows = rows          # some key was initialized row_sparse
+
+
+def _stored_side(store: Any, keys: List[Any]) -> Optional[_Keys]:
+    """The stored side of ``keys`` (a list of at least MIN_KEYS int or str
+    keys of the store's kind), remembered or checked now; None when they are
+    not distinct initialized keys stored as small host NDArrays."""
+    data = store._data
+    version = data.version
+    seen: Dict[Any, _Keys] = store._small_seen
+    tag = (len(keys), keys[0])
+    hit = seen.get(tag)
+    if hit is not None:
+        if hit.version == version and hit.given == keys:
+            return hit
+        seen.pop(tag, None)  # (stale: let go of the old stored objects)
+    values = data.values
+    try:
+        stored = list(map(values.__getitem__, keys))
+    except KeyError:
+        return None
+    if set(map(type, stored)) != _NDARRAY:
+        return None
+    # The general path's order: ascending int keys, str keys in init order.
+    ranks = keys if not store._key_is_str else list(map(store._order.__getitem__, keys))
+    perm = None
+    ordered = keys
+    if not all(map(lt, ranks, islice(ranks, 1, None))):  # not strictly increasing
+        if len(set(ranks)) != len(ranks):
+            return None  # a key named twice: its values are summed (general path)
+        perm = sorted(range(len(ranks)), key=ranks.__getitem__)
+        ordered = [keys[i] for i in perm]
+        stored = [stored[i] for i in perm]
+    sarrays = list(map(_array, stored))
+    # Small: below the size a push would share, which needs the stored
+    # dtype and shape (so the stored side says it for the pushed one too).
+    if set(map(type, sarrays)) != _HOST or max(map(_nbytes, sarrays)) >= SHARE_MIN_BYTES:
+        return None
+    rows = "row_sparse" in map(store._init_stype.__getitem__, ordered)
+    side = _Keys(version, list(keys), ordered, perm, sarrays, rows)
+    if len(seen) >= _REMEMBERED:
+        seen.clear()
+    seen[tag] = side
+    return side
+
+
+class _Batch:
+    """A checked call: its keys' stored side and its own arrays, in order."""
+
+    __slots__ = ("side", "nds", "arrays")
+
+    def __init__(self, side: _Keys, nds: List[Any], arrays: List[Any]) -> None:
+        self.side = side
+        self.nds = nds
+        self.arrays = arrays
+
+
+def _batch(store: Any, keys: Any, nds: Any) -> Optional[_Batch]:
+    """The call as a batch, or None when it is not a batch of distinct
+    initialized keys with one small host NDArray each of the key's shape."""
+    if type(keys) is not list:
+        if type(keys) is not tuple:
+            return None
+        keys = list(keys)
+    n = len(keys)
+    if n < MIN_KEYS or (type(nds) is not list and type(nds) is not tuple) \
+            or len(nds) != n or store._key_is_str is None:
+        return None
+    if set(map(type, keys)) != ({str} if store._key_is_str else {int}):
+        return None  # (mixed or other key types: the general path says which)
+    if set(map(type, nds)) != _NDARRAY:
+        return None
+    side = _stored_side(store, keys)
+    if side is None:
+        return None
+    if side.perm is not None:
+        nds = [nds[i] for i in side.perm]
+    arrays = list(map(_array, nds))
+    if set(map(type, arrays)) != _HOST or \
+            not all(map(eq, map(_shape, arrays), side.shapes)):
+        return None
+    return _Batch(side, nds, arrays)
+
+
+def _push_batch(store: Any, keys: Any, values: Any) -> Optional[_Batch]:
+    if store._compression is not None:
+        return None
+    b = _batch(store, keys, values)
+    if b is None:
+        return None
+    shared = store._data.shared_keys
+    if shared and not shared.keys().isdisjoint(b.side.keys):
+        return None  # copy-on-write bookkeeping: the general path
+    updater = store._updater
+    # (list equality tries identity first: one dtype object per builtin type)
+    if updater is None:
+        if b.side.rows and list(map(_dtype, b.arrays)) != b.side.dtypes:
+            # A cast into a key initialized row_sparse stores rows (general
+            # path); every other key takes the cast copy made here.
+            return None
+    elif store._optimizer_updater():
+        # The optimizer's checks (_check_optimizer_push): a gradient of the
+        # weight's dtype; states loaded before init are checked on first push.
+        if getattr(updater, "_unchecked", None) or \
+                list(map(_dtype, b.arrays)) != b.side.dtypes:
+            return None
+    return b
+
+
+def _apply_push(store: Any, b: _Batch) -> None:
+    updater = store._updater
+    if updater is None:
+        store._comm.copy_each(b.side.sarrays, b.arrays)
+        return
+    # As the general path: the one pushed value is the merged value, and the
+    # updater gets the key's writable stored value, read when its turn comes
+    # (an updater may call back into the store).
+    writable, set_value = store._data.writable, store._data.set
+    for k, merged in zip(b.side.keys, b.nds):
+        stored = writable(k)
+        if type(stored._array) is not type(merged._array):  # (as the general path)
+            stored = stored.copyto(merged.context)
+            set_value(k, stored)
+        updater(k, merged, stored)
+
+
+def _pull_batch(store: Any, keys: Any, outs: Any) -> Optional[_Batch]:
+    if any_shared():
+        return None  # outs may need telling before they are written: general path
+    return _batch(store, keys, outs)
+
+
+def push(store: Any, keys: Any, values: Any) -> bool:
+    """``store.push(keys, values)`` for a batch of small keys; False when the
+    call is not one (nothing changed: the store takes the general path)."""
+    b = _push_batch(store, keys, values)
+    if b is None:
+        return False
+    _apply_push(store, b)
+    return True
+
+
+def pull(store: Any, keys: Any, outs: Any) -> bool:
+    """``store.pull(keys, out=outs)`` for a batch of small keys; False when
+    the call is not one (nothing changed)."""
+    b = _pull_batch(store, keys, outs)
+    if b is None:
+        return False
+    store._comm.copy_each(b.arrays, b.side.sarrays)
+    return True
+
+
+def pushpull(store: Any, keys: Any, values: Any, outs: Any) -> bool:
+    """``store.pushpull(keys, values, out=outs)`` for a batch of small keys;
+    False when the call is not one (nothing changed)."""
+    pushed = _push_batch(store, keys, values)
+    if pushed is None:
+        return False
+    pulls = _pull_batch(store, keys, values if outs is None else outs)
+    if pulls is None:
+        return False
+    _apply_push(store, pushed)
+    if store._updater is not None:
+        # An updater may have changed stored objects or shared a buffer:
+        # check the pull again, or let the general path pull.
+        again = _pull_batch(store, pulls.side.keys, pulls.nds)
+        if again is None:
+            store._apply_pull({k: [o] for k, o in zip(pulls.side.keys, pulls.nds)})
+            return True
+        pulls = again
+    store._comm.copy_each(pulls.arrays, pulls.side.sarrays)
+    return True
