@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist gpu-check lint clean
+.PHONY: all setup test test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-sweeps gpu-check lint clean
 
 all: test
 
@@ -55,17 +55,22 @@ tutorial: clojure
 golden:
 	bash tools/mxnet-golden.sh
 
+# The rows, then the sweeps (how cost grows with keys, size and devices).
 bench: $(STAMP)
 	bash benchmarks/run.sh full $(BENCH_ARGS)
 
 bench-quick: $(STAMP)
 	bash benchmarks/run.sh quick $(BENCH_ARGS)
 
+# The sweeps alone (BENCH_ARGS="--quick", "--record", "--only keys").
+bench-sweeps: $(STAMP)
+	bash benchmarks/run.sh sweeps $(BENCH_ARGS)
+
 # Distributed jobs (dist_sync, ResNet-50's parameters) against MXNet's ps-lite.
 bench-dist: $(STAMP)
 	bash benchmarks/run.sh dist $(BENCH_ARGS)
 
-# A full run whose results are recorded in benchmarks/results and docs/benchmarks.md.
+# A full run (rows and sweeps) recorded in benchmarks/results and docs/benchmarks.md.
 bench-record: $(STAMP)
 	bash benchmarks/run.sh full --record $(BENCH_ARGS)
 

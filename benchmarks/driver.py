@@ -32,7 +32,7 @@ sys.path.insert(0, HERE)
 import bridge_rows  # noqa: E402
 import report  # noqa: E402
 from progress import Progress  # noqa: E402
-from workloads import ORDER, REGISTRY, step_traffic  # noqa: E402
+from workloads import ORDER, REGISTRY, find, step_traffic  # noqa: E402
 
 MODES: Dict[str, Dict[str, Any]] = {
     # reps: timed repetitions per side; stop early once a row has spent
@@ -54,9 +54,10 @@ class WorkerError(RuntimeError):
 class WorkerProc:
     """One ``worker.py`` process speaking JSON lines; restartable."""
 
-    def __init__(self, role: str, python: str, module: str, log_dir: str) -> None:
+    def __init__(self, role: str, python: str, module: str, log_dir: str,
+                 log_name: Optional[str] = None) -> None:
         self.role, self.python, self.module = role, python, module
-        self.log_path = os.path.join(log_dir, "%s.log" % role)
+        self.log_path = os.path.join(log_dir, "%s.log" % (log_name or role))
         self.proc: Optional[subprocess.Popen] = None
         self.hello: Dict[str, Any] = {}
         self._log = open(self.log_path, "w")
@@ -128,7 +129,7 @@ def _summary(times: List[float]) -> Dict[str, Any]:
 
 def run_row(name: str, mode: Dict[str, Any], mode_name: str, workers: Dict[str, WorkerProc],
             bar: Progress) -> Dict[str, Any]:
-    wl = REGISTRY[name]
+    wl = find(name)
     params = wl.params_for(mode_name)
     row: Dict[str, Any] = {"name": name, "title": wl.title, "size": wl.size, "params": params,
                            "op": "<=", "target": wl.target}
@@ -270,20 +271,26 @@ def machine_info() -> Dict[str, Any]:
     return info
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=sorted(MODES), default="quick")
+def common_args(ap: argparse.ArgumentParser, modes: List[str], default_mode: str,
+                only_help: str) -> None:
+    """The options the rows (here) and the sweeps (sweeps.py) share."""
+    ap.add_argument("--mode", choices=modes, default=default_mode)
     ap.add_argument("--mxnet-python", required=True)
     ap.add_argument("--mxkv-python", required=True)
     ap.add_argument("--mxkv-module", default="mxkv",
                     help="module for the mxkv side (mxnet: a stand-in, to test the harness)")
-    ap.add_argument("--only", default="", help="comma-separated workload names")
-    ap.add_argument("--no-bridge", action="store_true")
-    ap.add_argument("--bridge-python", default=None,
-                    help="interpreter with py4j and mxkv for the bridge rows (default: mxkv's)")
+    ap.add_argument("--only", default="", help=only_help)
     ap.add_argument("--out", default=None,
                     help="results folder (default: benchmarks/.results, untracked; "
                          "benchmarks/results with --record)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    common_args(ap, sorted(MODES), "quick", "comma-separated workload names")
+    ap.add_argument("--no-bridge", action="store_true")
+    ap.add_argument("--bridge-python", default=None,
+                    help="interpreter with py4j and mxkv for the bridge rows (default: mxkv's)")
     ap.add_argument("--record", action="store_true",
                     help="record the results for the docs: write benchmarks/results and "
                          "rewrite the results block of docs/benchmarks.md")
@@ -347,12 +354,16 @@ def main() -> None:
         "bridge": bridge,
     }
     paths = report.write_all(result, args.out, docs=args.record)
-    sys.stderr.write("\n" + report.markdown(result, image=None) + "\n")
+    finish(report.markdown(result, image=None), paths, failures(result),
+           "row(s) errored or missed their target")
+
+
+def finish(md: str, paths: List[str], bad: List[str], what: str) -> None:
+    """Print a run's table and files; exit 1 when ``bad`` names anything."""
+    sys.stderr.write("\n" + md + "\n")
     sys.stderr.write("wrote %s\n" % ", ".join(os.path.relpath(p, ROOT) for p in paths))
-    bad = failures(result)
     if bad:
-        sys.stderr.write("bench: %d row(s) errored or missed their target: %s\n"
-                         % (len(bad), ", ".join(bad)))
+        sys.stderr.write("bench: %d %s: %s\n" % (len(bad), what, ", ".join(bad)))
         sys.exit(1)
 
 

@@ -34,7 +34,7 @@ def _bench(name: str, module: str):
 
     import workloads
     mx = importlib.import_module(module)
-    wl = workloads.REGISTRY[name]
+    wl = workloads.find(name)
     bench = wl.setup(mx, **wl.params_for("full"))
     for _ in range(3):
         bench.step()

@@ -49,7 +49,8 @@ def _result(status: str) -> str:
     return {"pass": "pass", "FAIL": "**FAIL**"}.get(status, status)
 
 
-def markdown(r: Dict[str, Any], image: Optional[str]) -> str:
+def run_header(r: Dict[str, Any], what: str = "run") -> List[str]:
+    """The heading and the machine/versions line of a run's report."""
     m = r["machine"]
     sides = r["sides"]
     mx_v = sides.get("mxnet", {}).get("version", "?")
@@ -57,15 +58,17 @@ def markdown(r: Dict[str, Any], image: Optional[str]) -> str:
     kv_label = "mxkv %s" % kv.get("version", "?")
     if kv.get("module") not in (None, "mxkv"):
         kv_label = "%s as a stand-in for mxkv" % kv.get("module")
+    return ["### %s %s, %s" % (r["mode"], what, r["started"]), "",
+            "%s, %s CPUs, %s GiB; MXNet %s (numpy %s) vs %s (numpy %s); git %s; "
+            "%.0f s wall." % (m.get("cpu", m.get("machine")), m.get("cpus_usable", "?"),
+                              m.get("mem_gib", "?"), mx_v, sides.get("mxnet", {}).get("numpy"),
+                              kv_label, kv.get("numpy"), m.get("git", "?"), r["wall_s"]),
+            ""]
+
+
+def markdown(r: Dict[str, Any], image: Optional[str]) -> str:
     reps = r["mode_settings"]
-    out: List[str] = []
-    out.append("### %s run, %s" % (r["mode"], r["started"]))
-    out.append("")
-    out.append("%s, %s CPUs, %s GiB; MXNet %s (numpy %s) vs %s (numpy %s); git %s; "
-               "%.0f s wall." % (m.get("cpu", m.get("machine")), m.get("cpus_usable", "?"),
-                                 m.get("mem_gib", "?"), mx_v, sides.get("mxnet", {}).get("numpy"),
-                                 kv_label, kv.get("numpy"), m.get("git", "?"), r["wall_s"]))
-    out.append("")
+    out: List[str] = run_header(r)
     out.append("Time of one step, completion included: min / median of up to %d interleaved "
                "repetitions per side after %d warm-up step(s). Ratio = mxkv median / MXNet median "
                "(lower is better); the ratio of minimums in brackets." % (reps["reps"],
@@ -145,13 +148,22 @@ def markdown(r: Dict[str, Any], image: Optional[str]) -> str:
     return "\n".join(out)
 
 
-def chart(r: Dict[str, Any], path: str) -> bool:
+def pyplot(who: str) -> Any:
+    """``matplotlib.pyplot`` drawing to files (Agg), or None, said on stderr,
+    when matplotlib is not installed."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        sys.stderr.write("report: matplotlib not installed; no chart\n")
+        sys.stderr.write("%s: matplotlib not installed; no chart\n" % who)
+        return None
+    return plt
+
+
+def chart(r: Dict[str, Any], path: str) -> bool:
+    plt = pyplot("report")
+    if plt is None:
         return False
     rows = r["rows"]
     floor_rows = [(b["title"] + " (mxkv / numpy floor)", b["mxkv_of_floor"], ">=",
@@ -200,17 +212,18 @@ def chart(r: Dict[str, Any], path: str) -> bool:
     return True
 
 
-def update_docs(md: str) -> bool:
+def update_docs(md: str, begin: str = BEGIN, end: str = END) -> bool:
+    """Replace the block between ``begin`` and ``end`` in docs/benchmarks.md with ``md``."""
     if not os.path.isfile(DOCS):
         return False
     text = open(DOCS).read()
-    if BEGIN not in text or END not in text:
-        sys.stderr.write("report: %s has no %s ... %s block; not updated\n" % (DOCS, BEGIN, END))
+    if begin not in text or end not in text:
+        sys.stderr.write("report: %s has no %s ... %s block; not updated\n" % (DOCS, begin, end))
         return False
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
     with open(DOCS, "w") as f:
-        f.write(head + BEGIN + "\n" + md + "\n" + END + tail)
+        f.write(head + begin + "\n" + md + "\n" + end + tail)
     return True
 
 

@@ -2,15 +2,18 @@
 # The benchmark suite: mxkv against Apache MXNet 1.9.1, same workloads, one run.
 #
 #     bash benchmarks/run.sh quick   # `make bench-quick`: full sizes, few reps (1-2 min)
-#     bash benchmarks/run.sh full    # `make bench`: many reps
+#     bash benchmarks/run.sh full    # `make bench`: many reps, then the sweeps
 #     bash benchmarks/run.sh full --record   # `make bench-record`: also refresh
 #                                            # benchmarks/results/ and docs/benchmarks.md
-#     bash benchmarks/run.sh quick --only big_key_k4,resnet50_sgd
+#     bash benchmarks/run.sh quick --only big_key_k4,resnet50_sgd   # (a full run with
+#                                            # --only runs those rows, no sweeps)
+#     bash benchmarks/run.sh sweeps [--quick] [--record] [--only keys,size,devices]
+#                                    # `make bench-sweeps`: how cost grows (benchmarks/sweeps.py)
 #     bash benchmarks/run.sh profile resnet50_sgd      # where mxkv spends a workload's time
 #     bash benchmarks/run.sh dist      # `make bench-dist`: dist_sync jobs, MXNet vs mxkv on Ray
 #
 # Results go to benchmarks/.results/ (untracked) unless --record is given.
-# Exits non-zero when a row errors or misses its target.
+# Exits non-zero when a row or sweep point errors or misses its target.
 #
 # Sets up what it needs: a venv with mxnet==1.9.1, numpy<1.24 and matplotlib
 # (through tools/mxnet-venv.sh) for MXNet and the driver; mxkv runs in .venv.
@@ -36,11 +39,11 @@ if [ "$MODULE" != mxnet ] && [ ! -x "$KVPY" ]; then
 fi
 
 case "$MODE" in
-    quick|full|dist) ;;
+    quick|full|dist|sweeps) ;;
     profile)
         exec "$KVPY" "$ROOT/benchmarks/profile_mxkv.py" "$@" ;;
     *)
-        echo "usage: bash benchmarks/run.sh quick|full|dist [options] | profile WORKLOAD" >&2
+        echo "usage: bash benchmarks/run.sh quick|full|dist|sweeps [options] | profile WORKLOAD" >&2
         exit 2 ;;
 esac
 
@@ -56,6 +59,43 @@ if [ "$MODE" = dist ]; then   # whole distributed jobs, both sides: benchmarks/d
     exec "$MXPY" "$ROOT/benchmarks/dist_bench.py" --mxnet-python "$MXPY" --mxkv-python "$KVPY" "$@"
 fi
 
-exec "$MXPY" "$ROOT/benchmarks/driver.py" --mode "$MODE" \
+sweeps() {   # benchmarks/sweeps.py: how cost grows with keys, size and devices
+    "$MXPY" "$ROOT/benchmarks/sweeps.py" --mxnet-python "$MXPY" --mxkv-python "$KVPY" \
+        --mxkv-module "$MODULE" "$@"
+}
+
+if [ "$MODE" = sweeps ]; then
+    args=(--mode full)
+    for a in "$@"; do
+        if [ "$a" = --quick ]; then args=(--mode quick); fi
+    done
+    for a in "$@"; do
+        [ "$a" = --quick ] || args+=("$a")
+    done
+    sweeps "${args[@]}"
+    exit
+fi
+
+rows=0
+"$MXPY" "$ROOT/benchmarks/driver.py" --mode "$MODE" \
     --mxnet-python "$MXPY" --mxkv-python "$KVPY" \
-    --mxkv-module "$MODULE" "$@"
+    --mxkv-module "$MODULE" "$@" || rows=$?
+
+# A full run goes on with the sweeps, unless it was asked for some rows only;
+# they take the run's --record and --out.
+if [ "$MODE" = full ] && [[ " $* " != *" --only "* && " $* " != *" --only="* ]]; then
+    sweep_args=(--mode full)
+    prev=""
+    for a in "$@"; do
+        case "$a" in
+            --record) sweep_args+=("$a") ;;
+            --out=*) sweep_args+=("$a") ;;
+        esac
+        [ "$prev" = --out ] && sweep_args+=(--out "$a")
+        prev="$a"
+    done
+    sweeps_rc=0
+    sweeps "${sweep_args[@]}" || sweeps_rc=$?
+    [ "$rows" -ne 0 ] || rows=$sweeps_rc
+fi
+exit "$rows"

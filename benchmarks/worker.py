@@ -63,7 +63,7 @@ class Worker:
         import workloads
         if self.mx is None:
             raise RuntimeError("%s did not import (%s)" % (self.module_name, self.import_error))
-        wl = workloads.REGISTRY[workload]
+        wl = workloads.find(workload)
         why = wl.unavailable(self.mx)
         if why:
             return {"skipped": why}

@@ -62,6 +62,17 @@ class Workload:
 REGISTRY: Dict[str, Workload] = {}
 
 
+def find(name: str) -> Workload:
+    """The row ``name``, or the sweep point ``name`` (``sweeps.py``)."""
+    if name in REGISTRY:
+        return REGISTRY[name]
+    import sweeps  # (imported here: it builds its points from this module)
+    try:
+        return sweeps.POINTS[name]
+    except KeyError:
+        raise KeyError("no row or sweep point named %r" % name) from None
+
+
 def workload(name: str, **meta: Any) -> Callable[[Callable[..., Bench]], Callable[..., Bench]]:
     """Register ``setup`` under ``name`` with the row's metadata."""
     def deco(setup: Callable[..., Bench]) -> Callable[..., Bench]:
