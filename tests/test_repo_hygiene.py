@@ -24,6 +24,7 @@ def test_no_merge_conflict_markers_are_committed():
 
 
 def test_only_the_verbatim_tutorials_carry_the_asf_header():
-    hits = _git_grep("-l", "Licensed to the Apache Software Foundation", "--", ".",
-                     ":!clojure/tutorial", ":!tests/test_repo_hygiene.py")
+    # The phrase is assembled so that this file does not carry it either.
+    phrase = " ".join(["Licensed to the", "Apache", "Software Foundation"])
+    hits = _git_grep("-l", phrase, "--", ".", ":!clojure/tutorial")
     assert hits == []
