@@ -10,7 +10,9 @@ import pytest
 
 import mxkv as mx
 from mxkv.base import DeadNodeError, MXNetError
+from mxkv.kvstore.dist import launch
 from mxkv.kvstore.dist.checkpoint import CheckpointWriter, load_checkpoint
+from mxkv.kvstore.dist.launch import main as launch_main
 from mxkv.kvstore.dist.launch import parse_args
 from mxkv.kvstore.dist.rounds import RoundBook
 from mxkv.kvstore.dist.sharding import plan_key, shard_of
@@ -137,6 +139,23 @@ def test_launch_flags_follow_mxnets_launcher():
         parse_args(["-n", "2", "-H", "hosts", "--", "python", "t.py"])
     with pytest.raises(SystemExit):
         parse_args(["-n", "2"])
+
+
+@pytest.mark.parametrize("value,why", [("abc", "not a valid int"), ("-5", "at least 0")])
+def test_launch_refuses_a_bad_call_timeout_before_starting_anything(monkeypatch, capsys,
+                                                                    value, why):
+    monkeypatch.setenv("MXKV_CALL_TIMEOUT_MS", value)
+    # no Ray address: the launcher would start a local Ray cluster next
+    monkeypatch.delenv("MXKV_RAY_ADDRESS", raising=False)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+
+    def start_local_ray(num_cpus):
+        raise AssertionError("a local Ray cluster was started")
+
+    monkeypatch.setattr(launch, "_start_local_ray", start_local_ray)
+    assert launch_main(["-n", "1", "--", "true"]) == 1
+    err = capsys.readouterr().err
+    assert f"MXKV_CALL_TIMEOUT_MS={value!r}" in err and why in err, err
 
 
 def test_dist_types_without_a_job_say_how_to_start_one(monkeypatch):

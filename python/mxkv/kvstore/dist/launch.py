@@ -224,9 +224,12 @@ def _command(parts: List[str]) -> List[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ...base import env
     from .cluster import create_job
     from .job import connect
 
+    # read before the job starts, so that a bad value starts nothing
+    call_timeout_ms = env("MXKV_CALL_TIMEOUT_MS", None, kind=int, minimum=0)
     address = args.ray_address or os.environ.get("MXKV_RAY_ADDRESS") or \
         os.environ.get("RAY_ADDRESS")
     temp = None
@@ -242,8 +245,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         # A JVM's engine call waits as long as the store's own timeouts allow
         # (workers), or for the whole job (servers): MXKV_CALL_TIMEOUT_MS.
-        base = {"MXKV_CALL_TIMEOUT_MS": os.environ.get(
-            "MXKV_CALL_TIMEOUT_MS", str(int((job.timeouts.fail + 60) * 1000)))}
+        if call_timeout_ms is None:
+            call_timeout_ms = int((job.timeouts.fail + 60) * 1000)
+        base = {"MXKV_CALL_TIMEOUT_MS": str(call_timeout_ms)}
         for i in range(args.num_servers if args.server_cmd else 0):
             env = {**base, **job.environ(role="server"), "MXKV_CALL_TIMEOUT_MS": "0", **common,
                    **_env_pairs(args.env_server, "--env-server"), "DMLC_SERVER_ID": str(i)}

@@ -110,10 +110,6 @@
 
 ;;; ------------------------------------------------------------------ config
 
-(defn- env-long [name default]
-  (let [v (System/getenv name)]
-    (if (str/blank? v) default (long (Double/parseDouble v)))))
-
 (defn project-root
   "The mxkv checkout these sources come from (`MXKV_HOME` overrides), or nil
    when they are not loaded from files."
@@ -274,11 +270,10 @@
    half the file system; 0 turns region-backed vectors off)."
   ^Regions [info]
   (let [shm (long (or (:shm_bytes info) 0))
-        mb (fn [name ^long default ^long shm-share]
-             (let [v (System/getenv name)]
-               (if (str/blank? v)
-                 (cond-> (* default 1024 1024) (pos? shm) (min (quot shm shm-share)))
-                 (* (long (Double/parseDouble v)) 1024 1024))))]
+        mb (fn [var-name ^long default ^long shm-share]
+             (if-let [v (util/env-long var-name nil 0)]
+               (* (long v) 1024 1024)
+               (cond-> (* default 1024 1024) (pos? shm) (min (quot shm shm-share)))))]
     (Regions. (mb "MXKV_REGIONS_GC_MB" 512 8) (mb "MXKV_REGIONS_MAX_MB" 2047 2))))
 
 (defn- engine-gc-bytes
@@ -286,7 +281,7 @@
    free those that are garbage: MXKV_ENGINE_GC_MB (default 128; 0 turns it
    off)."
   []
-  (let [mb (env-long "MXKV_ENGINE_GC_MB" 128)]
+  (let [mb (util/env-long "MXKV_ENGINE_GC_MB" 128 0)]
     (if (pos? mb) (* mb 1024 1024) Long/MAX_VALUE)))
 
 (defn connect
@@ -319,8 +314,8 @@
    Options: :python (interpreter), :call-timeout-ms, :start-timeout-ms, :env."
   ([] (start-py4j {}))
   ([{:keys [python call-timeout-ms start-timeout-ms env]
-     :or {call-timeout-ms (env-long "MXKV_CALL_TIMEOUT_MS" 60000)
-          start-timeout-ms (env-long "MXKV_START_TIMEOUT_MS" 60000)}}]
+     :or {call-timeout-ms (util/env-long "MXKV_CALL_TIMEOUT_MS" 60000 0)
+          start-timeout-ms (util/env-long "MXKV_START_TIMEOUT_MS" 60000 0)}}]
    (let [cmd [(or python (python-command)) "-m" "mxkv.bridge"]
          ^Py4JTransport t (try
                             (Py4JTransport/start cmd (merge (engine-env) env)
@@ -348,7 +343,7 @@
    MXKV_CALL_TIMEOUT_MS, 60000; 0: no limit) because the engine is busy is
    dropped unrun ({:type :engine-timeout :may-have-run false})."
   ([] (start-jpype {}))
-  ([{:keys [call-timeout-ms] :or {call-timeout-ms (env-long "MXKV_CALL_TIMEOUT_MS" 60000)}}]
+  ([{:keys [call-timeout-ms] :or {call-timeout-ms (util/env-long "MXKV_CALL_TIMEOUT_MS" 60000 0)}}]
   (let [^DirectEngine e (try (JPypeTransport/start)
                              (catch IllegalStateException ex
                                (throw (ex-info (.getMessage ex) {:type :engine-start-failed
@@ -370,7 +365,7 @@
    the program running. Options: :call-timeout-ms."
   ([attach-file] (attach attach-file {}))
   ([attach-file {:keys [call-timeout-ms]
-                 :or {call-timeout-ms (env-long "MXKV_CALL_TIMEOUT_MS" 60000)}}]
+                 :or {call-timeout-ms (util/env-long "MXKV_CALL_TIMEOUT_MS" 60000 0)}}]
    (let [f (io/file attach-file)]
      (when-not (.exists f)
        (throw (ex-info (str "no attach file at " f ": start the Python side with "

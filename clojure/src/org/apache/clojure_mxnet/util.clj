@@ -49,6 +49,39 @@
     (s/explain spec value)
     (invalid! error-msg (s/explain-data spec value))))
 
+(defn parse-long-setting
+  "The whole number that the text `raw` of the environment knob `var-name` holds,
+   or `default` when `raw` is nil or blank. Accepts the forms the Python
+   engine's `mxkv.base.env` accepts for an int (\"4096\", \"1e6\", \" 7 \"),
+   refuses fractions rather than truncate them, and when `minimum` is given
+   refuses smaller values; a refused value throws ex-info
+   (`:type :invalid-argument`) naming the variable and the value."
+  ([var-name raw default] (parse-long-setting var-name raw default nil))
+  ([var-name ^String raw default minimum]
+   (if (or (nil? raw) (string/blank? raw))
+     default
+     (let [text (string/trim raw)
+           bad (fn [why]
+                 (invalid! (str "environment variable " var-name "=" (pr-str raw) " " why)
+                           {:name var-name :value raw}))
+           v (or (try (Long/parseLong text) (catch NumberFormatException _ nil))
+                 (let [d (try (Double/parseDouble text)
+                              (catch NumberFormatException _ (bad "is not a valid int")))]
+                   (if (and (== d (Math/rint d)) (< (Math/abs d) 9.2E18))
+                     (long d)
+                     (bad "is not a valid int (not a whole number)"))))]
+       (when (and minimum (< (long v) (long minimum)))
+         (bad (str "must be at least " minimum)))
+       v))))
+
+(defn env-long
+  "The environment knob `var-name` read as a whole number (see
+   `parse-long-setting`), `default` when it is unset or blank: every numeric
+   knob of the Clojure side is read through here, so a bad value always gets
+   the same error as on the Python side."
+  ([var-name default] (env-long var-name default nil))
+  ([var-name default minimum] (parse-long-setting var-name (System/getenv ^String var-name) default minimum)))
+
 (defn keyword->snake-case
   "Transforms a keyword `kw` into a snake-case string.
   Ex:

@@ -5,19 +5,18 @@
    thread waits forever, and each thread's pull after its own push sees at
    least its pushes so far. MXKV_TEST_THREAD_CALLS sets the pushes per thread
    (default 150)."
-  (:require [clojure.string :as str]
-            [clojure.test :refer :all]
+  (:require [clojure.test :refer :all]
             [org.apache.clojure-mxnet.kvstore :as kvstore]
             [org.apache.clojure-mxnet.ndarray :as ndarray]
-            [org.apache.clojure-mxnet.optimizer :as optimizer]))
+            [org.apache.clojure-mxnet.optimizer :as optimizer]
+            [org.apache.clojure-mxnet.util :as util]))
 
 (set! *warn-on-reflection* true)
 
 (def ^:private threads 8)
 
 (def ^:private pushes
-  (let [v (System/getenv "MXKV_TEST_THREAD_CALLS")]
-    (if (str/blank? v) 150 (Long/parseLong (str/trim v)))))
+  (util/env-long "MXKV_TEST_THREAD_CALLS" 150 1))
 
 (def ^:private shape
   "Large enough that a pull copying part of a push would show."

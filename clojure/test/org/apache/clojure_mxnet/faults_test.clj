@@ -9,13 +9,13 @@
    engine and a closed one. (A killed JVM is tests/test_bridge_py4j.py.)
    MXKV_TEST_KILL_TRIALS sets how many engines are killed (default 3)."
   (:require [clojure.java.io :as io]
-            [clojure.string]
             [clojure.test :refer :all]
             [org.apache.clojure-mxnet.bridge :as bridge]
             [org.apache.clojure-mxnet.kvstore :as kvstore]
             [org.apache.clojure-mxnet.ndarray :as ndarray]
             [org.apache.clojure-mxnet.optimizer :as optimizer]
-            [org.apache.clojure-mxnet.test-support :refer [with-connection]])
+            [org.apache.clojure-mxnet.test-support :refer [with-connection]]
+            [org.apache.clojure-mxnet.util :as util])
   (:import (clojure.lang ExceptionInfo)
            (java.util.concurrent TimeUnit)
            (org.apache.clojure_mxnet.bridge Py4JTransport)))
@@ -23,8 +23,7 @@
 (set! *warn-on-reflection* true)
 
 (def ^:private kill-trials
-  (let [v (System/getenv "MXKV_TEST_KILL_TRIALS")]
-    (if (clojure.string/blank? v) 3 (Long/parseLong (clojure.string/trim v)))))
+  (util/env-long "MXKV_TEST_KILL_TRIALS" 3 1))
 
 (defn- wait-until [timeout-ms pred]
   (let [deadline (+ (System/currentTimeMillis) timeout-ms)]

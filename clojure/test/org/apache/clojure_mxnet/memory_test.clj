@@ -4,20 +4,19 @@
    budget (MXKV_ENGINE_GC_MB, default 128 MiB): the JVM runs a GC when the
    arrays its collectable handles hold pass it. MXKV_TEST_DROP_ARRAYS sets
    how many 1 MB arrays (default 2000)."
-  (:require [clojure.string :as str]
-            [clojure.test :refer :all]
+  (:require [clojure.test :refer :all]
             [org.apache.clojure-mxnet.bridge :as bridge]
             [org.apache.clojure-mxnet.ndarray :as ndarray]
             [org.apache.clojure-mxnet.resource-scope :as resource-scope]
-            [org.apache.clojure-mxnet.test-support :refer [with-connection]]))
+            [org.apache.clojure-mxnet.test-support :refer [with-connection]]
+            [org.apache.clojure-mxnet.util :as util]))
 
 (set! *warn-on-reflection* true)
 
 (def ^:private MB (* 1024 1024))
 
 (def ^:private arrays
-  (let [v (System/getenv "MXKV_TEST_DROP_ARRAYS")]
-    (if (str/blank? v) 2000 (Long/parseLong (str/trim v)))))
+  (util/env-long "MXKV_TEST_DROP_ARRAYS" 2000 1))
 
 (def ^:private limit
   "The issue's bound on the engine's growth under this workload."

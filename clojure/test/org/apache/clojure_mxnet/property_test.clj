@@ -25,7 +25,8 @@
             [org.apache.clojure-mxnet.context :as context]
             [org.apache.clojure-mxnet.kvstore :as kvstore]
             [org.apache.clojure-mxnet.ndarray :as ndarray]
-            [org.apache.clojure-mxnet.optimizer :as optimizer])
+            [org.apache.clojure-mxnet.optimizer :as optimizer]
+            [org.apache.clojure-mxnet.util :as util])
   (:import (clojure.lang ExceptionInfo)
            (java.io File StringWriter)
            (java.nio.file Files OpenOption)
@@ -33,12 +34,8 @@
 
 (set! *warn-on-reflection* true)
 
-(defn- env-long [name default]
-  (let [v (System/getenv name)]
-    (if (str/blank? v) default (Long/parseLong (str/trim v)))))
-
-(def ^:private calls (env-long "MXKV_PROPERTY_CALLS" 10000))
-(def ^:private check-every (max 1 (env-long "MXKV_PROPERTY_CHECK_EVERY" 10)))
+(def ^:private calls (util/env-long "MXKV_PROPERTY_CALLS" 10000))
+(def ^:private check-every (max 1 (util/env-long "MXKV_PROPERTY_CHECK_EVERY" 10)))
 
 ;;; ------------------------------------------------------------------ the generator
 
@@ -328,7 +325,7 @@
 ;;; ------------------------------------------------------------------ the test
 
 (deftest generated-invalid-calls-throw-the-documented-error-and-change-nothing
-  (let [seed (env-long "MXKV_PROPERTY_SEED" (System/nanoTime))
+  (let [seed (util/env-long "MXKV_PROPERTY_SEED" (System/nanoTime))
         r (SplittableRandom. seed)
         w (world)
         before (stored w)
