@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +27,8 @@ import pytest
 from mxkv.bridge import Arena, EngineFacade, remove_stale
 from mxkv.bridge.arena import BOARD, BOARD_SLOTS, HEADER
 from mxkv.bridge.registry import group as _group
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -64,6 +67,16 @@ def test_info_names_the_arena_and_pid(facade):
     assert info["pid"] == os.getpid()
     assert info["arena"] == facade.arena.path and info["arena_header"] == HEADER
     assert info["backend"] == "mxkv"
+
+
+def test_engine_javadoc_lists_every_info_key(facade):
+    # Engine.info's javadoc is the JVM side's reference for these keys
+    java = (ROOT / "clojure" / "java" / "org" / "apache" / "clojure_mxnet" / "bridge"
+            / "Engine.java").read_text()
+    doc = java[:java.index("String info();")]
+    doc = doc[doc.rindex("/**"):]
+    documented = set(re.findall(r"\{@code (\w+)\}", doc))
+    assert documented == set(json.loads(facade.info()))
 
 
 def test_created_arrays_are_described_by_meta(facade):

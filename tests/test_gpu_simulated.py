@@ -77,11 +77,12 @@ def test_merge_buffers_are_placed_by_bytes_largest_first(simulate_gpus):
     sizes = {"a": (100,), "b": (60,), "c": (50,), "d": (30,), "e": (20,)}
     for k, shape in sizes.items():
         comm.init(k, shape, np.float32, "default")
-    for k, shape in sizes.items():
-        comm.reduce(k, [mx.nd.ones(shape, ctx=d) for d in devs])
+    # reduce without `out` returns the merge buffer, on the device that holds it
+    merged = {k: comm.reduce(k, [mx.nd.ones(shape, ctx=d) for d in devs])
+              for k, shape in sizes.items()}
     # 100 -> gpu0; 60 -> gpu1; 50 -> gpu2; 30 -> gpu2 (50 < 60); 20 -> gpu1 (60 < 80)
-    assert [comm.merge_context(k) for k in sizes] == [devs[0], devs[1], devs[2], devs[2],
-                                                      devs[1]]
+    assert [merged[k].context for k in sizes] == [devs[0], devs[1], devs[2], devs[2], devs[1]]
+    assert all(np.all(merged[k].asnumpy() == 3) for k in sizes)
 
 
 def test_placement_counts_bytes_not_elements(simulate_gpus):
@@ -90,11 +91,12 @@ def test_placement_counts_bytes_not_elements(simulate_gpus):
     comm.init("f64", (10,), np.float64, "default")   # 80 bytes
     comm.init("f32", (12,), np.float32, "default")   # 48 bytes, more elements
     comm.init("i8", (40,), np.int8, "default")       # 40 bytes, most elements
-    for k, dt, n in (("f64", "float64", 10), ("f32", "float32", 12), ("i8", "int8", 40)):
-        comm.reduce(k, [mx.nd.ones((n,), ctx=d, dtype=dt) for d in devs])
-    assert comm.merge_context("f64") == devs[0]
-    assert comm.merge_context("f32") == devs[1]
-    assert comm.merge_context("i8") == devs[1]
+    merged = {k: comm.reduce(k, [mx.nd.ones((n,), ctx=d, dtype=dt) for d in devs])
+              for k, dt, n in (("f64", "float64", 10), ("f32", "float32", 12),
+                               ("i8", "int8", 40))}
+    assert merged["f64"].context == devs[0]
+    assert merged["f32"].context == devs[1]
+    assert merged["i8"].context == devs[1]
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 7])
@@ -114,8 +116,8 @@ def test_sources_are_copied_to_the_merge_gpu_by_their_routes(simulate_gpus):
     devs = simulate_gpus(4)  # groups {0, 1} and {2, 3}: P2P inside a group only
     comm = CommDevice()
     comm.init(0, (8,), np.float32, "default")
-    comm.reduce(0, [mx.nd.ones((8,), ctx=d) for d in devs])
-    assert comm.merge_context(0) == devs[0]
+    merged = comm.reduce(0, [mx.nd.ones((8,), ctx=d) for d in devs])
+    assert merged.context == devs[0]
     assert comm.copier.bytes == {"peer": 32, "staged": 64}
 
 

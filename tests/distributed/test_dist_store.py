@@ -286,6 +286,29 @@ def test_barrier_ranks_commands_and_errors(jobs):
         assert "duplicate init" in errors[3]
 
 
+def close_times(kv, mx, barrier_before_exit):
+    import time
+
+    kv.init(0, mx.nd.zeros((2,)))
+    kv._barrier()                 # both ranks start from here
+    if kv.rank == 1:
+        time.sleep(2.0)           # rank 1 reaches close 2 s after rank 0
+    kv.set_barrier_before_exit(barrier_before_exit)
+    start = time.time()
+    kv.close()
+    return kv.rank, start, time.time()
+
+
+@pytest.mark.parametrize("barrier_before_exit", [True, False])
+def test_close_meets_the_other_workers_unless_told_not_to(jobs, barrier_before_exit):
+    job = jobs.job(2, 1)
+    (_, _, end0), (_, start1, _) = jobs.run(job, close_times, barrier_before_exit)
+    if barrier_before_exit:
+        assert end0 >= start1     # rank 0 waited at the exit barrier for rank 1
+    else:
+        assert end0 < start1      # rank 0 left without waiting
+
+
 def test_optimizer_states_round_trip_through_a_file(jobs, tmp_path):
     shapes = [(4, 30), (3,)]
     job = jobs.job(2, 2)

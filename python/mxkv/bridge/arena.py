@@ -289,16 +289,6 @@ class Arena:
         n = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
         return self.view(dtype, n, HEADER).reshape(shape)
 
-    def copy_out(self, dtype, shape) -> np.ndarray:
-        """A new array of ``shape`` copied from the arena's data area."""
-        dtype = np.dtype(dtype)
-        n = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
-        out = np.empty(n, dtype=dtype)
-        src = self.view(dtype, n, HEADER)
-        self._copy(out, src, n * dtype.itemsize)
-        del src
-        return out.reshape(shape)
-
     def _copy(self, dst: np.ndarray, src: np.ndarray, nbytes: int) -> None:
         if nbytes < PARALLEL_BYTES:
             np.copyto(dst, src, casting="unsafe")

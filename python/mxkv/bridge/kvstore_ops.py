@@ -4,6 +4,7 @@ key repeated over several values (one per device) is grouped into MXNet's
 same way for a store (``kv.set_optimizer``) and by hand (``opt.*``)."""
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
 
@@ -202,8 +203,10 @@ class KVStoreOps:
         fn = getattr(kv, "set_barrier_before_exit", None)
         if fn is not None:
             fn(bool(flag))
-        else:
-            kv._barrier_before_exit = bool(flag)
+        else:  # MXNet's own Python KVStore has only the C API for this
+            base = self.mx.base
+            base.check_call(base._LIB.MXKVStoreSetBarrierBeforeExit(
+                kv.handle, ctypes.c_int(int(bool(flag)))))
 
     @op("kv.send_command_to_servers")
     def _kv_send_command(self, h, head, body):
@@ -225,7 +228,7 @@ class KVStoreOps:
         os.environ.update({str(k): str(v) for k, v in env.items()})
 
     @op("server.start")
-    def _server_start(self, die_if_others_go_out_timeout=0):
+    def _server_start(self):
         kvmod = getattr(self.mx, "kvstore", None)
         server_cls = getattr(kvmod, "KVStoreServer", None)
         if server_cls is None:

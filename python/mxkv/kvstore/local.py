@@ -73,7 +73,6 @@ class KVStore(KVStoreBase):
         self._key_is_str: Optional[bool] = None
         self._updater: Optional[Callable] = None
         self._compression: Optional[GradientCompression] = None
-        self._barrier_before_exit = True
         self._locks = KeyLocks()
         self._small = small.enabled(self)  # batches of small keys in one pass
         self._small_seen: Dict[Any, Any] = {}  # (small.py's, per store)
@@ -581,7 +580,9 @@ class KVStore(KVStoreBase):
         return 0
 
     def set_barrier_before_exit(self, barrier_before_exit: bool = True) -> None:
-        self._barrier_before_exit = bool(barrier_before_exit)
+        """Whether closing the store first meets the other workers at a
+        barrier: a local store has no other workers, so there is nothing to
+        set (a distributed store overrides this)."""
 
 
 def _same_buffer(out: NDArray, stored: Any) -> bool:

@@ -96,10 +96,6 @@ class CommDevice(Comm):
             self._load[ctx] += self._nbytes(key)
         self._pending = []
 
-    def merge_context(self, key: Any) -> Optional[Context]:
-        """The device holding ``key``'s merge buffer, once placed."""
-        return self._merge_ctx.get(key)
-
     def _merge_buf(self, key: Any, srcs: List[NDArray]) -> NDArray:
         if key not in self._merge_ctx:
             if key not in self._attrs:  # reduce without init: size it from the sources

@@ -89,6 +89,7 @@ class DistKVStore(KVStore):
         self._residual: Dict[Any, np.ndarray] = {}
         self._lock = threading.RLock()
         self._closed = False
+        self._barrier_before_exit = True
         self._optimizer_known = False
         self._sender = None
         if self._job.p3:
@@ -471,6 +472,11 @@ class DistKVStore(KVStore):
         sum) that are dead or silent for ``timeout`` seconds."""
         return int(self._ray.get(self._coord.dead_nodes.remote(int(node_id), float(timeout)),
                                  timeout=self._job.timeouts.fail))
+
+    def set_barrier_before_exit(self, barrier_before_exit: bool = True) -> None:
+        """Whether :meth:`close` (also run at exit and when the store is
+        garbage-collected) meets the other workers at a barrier first."""
+        self._barrier_before_exit = bool(barrier_before_exit)
 
     def close(self) -> None:
         """Finish pending pushes, meet the other workers at the exit barrier

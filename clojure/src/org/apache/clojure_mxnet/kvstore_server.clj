@@ -29,11 +29,13 @@
   "Serve until the distributed job ends (blocks), then return nil.
    The engine call is bounded by MXKV_CALL_TIMEOUT_MS like any other;
    `mxkv launch` sets it to 0 (no limit) for server processes.
-   - die-if-others-go-out-timeout: accepted for clojure-mxnet's arity; the
-     server returns when the workers have finished or died"
+   - die-if-others-go-out-timeout: validated and accepted for clojure-mxnet's
+     arity, and not needed: clojure-mxnet's server polled every that many
+     seconds to die once the scheduler was gone; an mxkv server returns as
+     soon as the job's coordinator is gone, whatever the value"
   ([die-if-others-go-out-timeout]
    (util/validate! ::die-if-others-go-out-timeout die-if-others-go-out-timeout "Invalid setting")
-   (bridge/call (bridge/connection) "server.start" [die-if-others-go-out-timeout])
+   (bridge/call (bridge/connection) "server.start" [])
    nil)
   ([]
    (start 0)))

@@ -43,9 +43,24 @@ public interface Engine {
     String call(String op, String args);
 
     /**
-     * Static facts about the engine, as a JSON map: {@code pid},
-     * {@code version}, {@code python}, {@code arena} (path) and
-     * {@code arena_size}.
+     * Static facts about the engine, as a JSON map with the keys
+     * <ul>
+     * <li>{@code pid}: the engine's process id;</li>
+     * <li>{@code backend}: the Python module it runs ({@code "mxkv"}, or
+     *     {@code "mxnet"} for parity runs);</li>
+     * <li>{@code version}: that module's version;</li>
+     * <li>{@code python}, {@code numpy}: the interpreter's and numpy's versions;</li>
+     * <li>{@code arena}: the call arena's path ({@code "mem:..."} when it is
+     *     anonymous memory), {@code arena_size} its bytes, {@code arena_header}
+     *     the bytes before its data area;</li>
+     * <li>{@code regions}: the region space's path, {@code shm_bytes} the size
+     *     of the shared-memory file system it lives on;</li>
+     * <li>{@code follow}: whether the JVM may read a copy while the engine
+     *     writes it (x86 only);</li>
+     * <li>{@code memory}: whether arena and regions are anonymous memory
+     *     (in-process JPype) rather than files;</li>
+     * <li>{@code engine_id}: the id the host gave this engine, or null.</li>
+     * </ul>
      */
     String info();
 }
