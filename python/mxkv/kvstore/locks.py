@@ -1,4 +1,4 @@
-"""The locks that make a store's operations atomic per key (DESIGN decision 10).
+"""The locks that make a store's operations atomic per key (decision 10 of docs/architecture.md).
 
 Every public operation of a local store holds the locks of the keys it
 names while it validates and applies the call, so a pull sees the whole of
