@@ -1,5 +1,6 @@
-"""Batched calls over many small keys take a one-pass path (kvstore/small.py)
-that must be indistinguishable from the general one: the same stored values,
+"""Batched calls over many small keys, and calls naming one small key, take
+a one-pass path (kvstore/small.py) that must be indistinguishable from the
+general one: the same stored values,
 the same outs, the same errors, the same updater calls, the store unchanged
 after an invalid call, atomic per key under threads.
 
@@ -323,15 +324,15 @@ def test_calls_it_does_not_cover_take_the_general_path(taken):
     same(stores, lambda kv: kv.push(keys, two_devices))            # several values a key
     same(stores, lambda kv: kv.push(keys[:small.MIN_KEYS - 1],
                                     ones(small.MIN_KEYS - 1)))      # few keys
-    same(stores, lambda kv: kv.push(3, mx.nd.ones((1,))))           # one key
-    assert [done for _, done in taken] == [False, False, False]
+    assert [done for _, done in taken] == [False, False]
     big = pair(keys, [np.zeros(1 << 14, np.float32) for _ in keys])  # 64 KiB a key
     same(big, lambda kv: kv.push(keys, ones(N, shape=(1 << 14,))))
     assert taken[-1] == ("push", False)
 
 
-def test_a_pull_while_a_buffer_is_shared_takes_the_general_path(taken):
-    keys = list(range(N))
+@pytest.mark.parametrize("batch", [True, False], ids=["batch", "one key"])
+def test_a_pull_while_a_buffer_is_shared_takes_the_general_path(taken, batch):
+    keys = list(range(N)) if batch else [0]
     stores = pair(keys)
     other = mx.kv.create("local")
     other.init("big", mx.nd.zeros((1 << 15,)))
@@ -341,7 +342,9 @@ def test_a_pull_while_a_buffer_is_shared_takes_the_general_path(taken):
         assert cow.any_shared()
         taken.clear()
         outs = [[mx.nd.zeros((1,)) for _ in keys] for _ in stores]
-        same(stores, lambda kv: kv.pull(keys, out=outs[stores.index(kv)]))
+        same(stores, lambda kv: kv.pull(keys if batch else 0,
+                                        out=outs[stores.index(kv)] if batch
+                                        else outs[stores.index(kv)][0]))
         assert taken == [("pull", False)]
     finally:
         del other, big
@@ -425,3 +428,113 @@ def test_threads_pushing_and_pulling_batches_lose_nothing(taken):
     kv.pull(keys, out=out)
     assert {k: o.asnumpy()[0] for k, o in zip(keys, out)} == expected
     assert [call for call in taken if not call[1]] == []
+
+
+# ---------------------------------------------------------------- one small key
+
+@pytest.mark.parametrize("key", [3, "w3"])
+def test_one_key_push_and_pull_take_the_one_key_path(taken, key):
+    keys = [3, 4] if key == 3 else ["w3", "w4"]
+    stores = pair(keys, [np.zeros((2, 3)), np.zeros((2,))])
+    vals = mx.nd.array(np.arange(6).reshape(2, 3) + 0.5)
+    same(stores, lambda kv: kv.push(key, vals))
+    outs = [mx.nd.zeros((2, 3)) for _ in stores]
+    same(stores, lambda kv: kv.pull(key, out=outs[stores.index(kv)]))
+    assert values_of(outs) == [vals.asnumpy().tobytes()] * 2
+    assert taken == [("push", True), ("pull", True)]
+
+
+@pytest.mark.parametrize("stored, pushed, pulled", [
+    ("float32", "float64", "float64"),
+    ("float32", "float16", "int32"),
+    ("int32", "float64", "float32"),
+    ("uint8", "int64", "int8"),
+])
+def test_one_key_casts_give_the_general_paths_bits(taken, stored, pushed, pulled):
+    stores = pair([0], [np.zeros((5,))], dtype=stored)
+    val = mx.nd.array(np.linspace(-3.3, 7.7, 5), dtype="float64").astype(pushed)
+    same(stores, lambda kv: kv.push(0, val))
+    outs = [mx.nd.zeros((5,), dtype=pulled) for _ in stores]
+    same(stores, lambda kv: kv.pull(0, out=outs[stores.index(kv)]))
+    assert values_of(outs[:1]) == values_of(outs[1:])
+    assert taken == [("push", True), ("pull", True)]
+
+
+ONE_KEY_INVALID = {
+    "a shape mismatch": (0, lambda: mx.nd.ones((4,))),
+    "an uninitialized key": (9, lambda: mx.nd.ones((5,))),
+    "a str key in an int store": ("0", lambda: mx.nd.ones((5,))),
+    "a bool key": (True, lambda: mx.nd.ones((5,))),
+    "a value that is no NDArray": (0, lambda: np.ones((5,), np.float32)),
+}
+
+
+@pytest.mark.parametrize("what", sorted(ONE_KEY_INVALID))
+@pytest.mark.parametrize("call", ["push", "pull"])
+def test_an_invalid_one_key_call_fails_alike_and_changes_nothing(taken, what, call):
+    key, make = ONE_KEY_INVALID[what]
+    stores = pair([0], [np.full((5,), 2.0)])
+    before = state(stores[0])
+    arrays = [make() for _ in stores]
+    if call == "push":
+        fast = same(stores, lambda kv: kv.push(key, arrays[stores.index(kv)]))
+    else:
+        fast = same(stores, lambda kv: kv.pull(key, out=arrays[stores.index(kv)]))
+    assert fast[0] == "MXNetError", fast
+    assert state(stores[0]) == before
+    assert taken == [(call, False)]
+
+
+def test_one_key_calls_it_does_not_cover_take_the_general_path(taken):
+    stores = pair([0, 1], [np.zeros((1,)), np.zeros(1 << 14)])
+    two = [mx.nd.ones((1,), ctx=mx.cpu(d)) for d in range(2)]
+    same(stores, lambda kv: kv.push(0, two))                             # several values
+    same(stores, lambda kv: kv.pull(0, out=[mx.nd.zeros((1,)) for _ in range(2)]))
+    same(stores, lambda kv: kv.push(np.int64(0), mx.nd.ones((1,))))      # a numpy key
+    same(stores, lambda kv: kv.push(1, mx.nd.ones((1 << 14,))))          # 64 KiB: shared
+    same(stores, lambda kv: kv.push(0, mx.nd.sparse.zeros("row_sparse", (1,))))
+    assert [done for _, done in taken] == [False] * 5
+    stores = pair([0])
+    for kv in stores:
+        kv._set_updater(lambda key, grad, weight: weight.__setitem__(slice(None), grad * 3))
+    same(stores, lambda kv: kv.push(0, mx.nd.ones((1,))))                # an updater
+    assert taken[-1] == ("push", False)
+    assert stores[0]._data[0].asnumpy().tolist() == [3.0]
+
+
+def test_a_one_key_cast_into_a_key_initialized_row_sparse_stores_rows(taken):
+    stores = []
+    for fast in (True, False):
+        kv = mx.kv.create("local")
+        kv.init(4, mx.nd.sparse.zeros("row_sparse", (1,)))
+        kv._data.set(4, mx.nd.zeros((1,), ctx=kv._store_ctx))   # (as the batch test)
+        kv._small = fast
+        stores.append(kv)
+    same(stores, lambda kv: kv.push(4, mx.nd.ones((1,), dtype="float64")))
+    assert type(stores[0]._data[4]).__name__ == "RowSparseNDArray"
+    assert taken == [("push", False)]
+
+
+def test_threads_pushing_and_pulling_one_key_lose_nothing():
+    kv = mx.kv.create("local")
+    kv.init(0, mx.nd.zeros((3,)))
+    errors = []
+
+    def work(t):
+        out = mx.nd.zeros((3,))
+        try:
+            for i in range(300):
+                kv.push(0, mx.nd.full((3,), t * 1000 + i))
+                kv.pull(0, out=out)
+                a = out.asnumpy()
+                assert a[0] == a[1] == a[2], a   # a pull is never torn
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    last = kv._data[0].asnumpy()
+    assert last[0] in {t * 1000 + 299 for t in range(4)} and len(set(last)) == 1

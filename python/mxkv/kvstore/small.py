@@ -33,6 +33,12 @@ shape, and stored values of under ``SHARE_MIN_BYTES``; no gradient
 compression is set; a push's keys are not shared copy-on-write and an
 optimizer's gradients have the weights' dtype; a pull needs no copy-on-write
 bookkeeping (``cow.any_shared()`` is false).
+
+A push or pull naming one key (an int or str, not a list) with one array
+takes the same checks and copy for a batch of one, when no updater is set:
+the Clojure bridge's calls are mostly of this kind, and the general path's
+grouping costs more than the copy (``kvstore/push`` of a 2x3 array over
+JPype: ``docs/bridge.md``).
 """
 from __future__ import annotations
 
@@ -223,9 +229,45 @@ def _pull_batch(store: Any, keys: Any, outs: Any) -> Optional[_Batch]:
     return _batch(store, keys, outs)
 
 
+def _one(store: Any, key: Any, nd: Any) -> Optional[tuple]:
+    """A call naming one key with one array, as the pair (stored numpy array,
+    the call's numpy array), or None when it is not an initialized key of the
+    store's kind stored as a small host NDArray, with a host NDArray of its
+    shape (the checks of ``_batch``, for one key)."""
+    if type(key) is not (str if store._key_is_str else int) or store._key_is_str is None \
+            or type(nd) is not NDArray:
+        return None
+    stored = store._data.values.get(key)
+    if type(stored) is not NDArray:
+        return None
+    sa, a = stored._array, nd._array
+    if type(sa) is not np.ndarray or type(a) is not np.ndarray or a.shape != sa.shape \
+            or sa.nbytes >= SHARE_MIN_BYTES:
+        return None
+    return sa, a
+
+
+def _push_one(store: Any, key: Any, value: Any) -> bool:
+    """``store.push(key, value)`` for one small key and no updater (the
+    batch path's rules for a batch of one; an updater takes the general path)."""
+    if store._compression is not None or store._updater is not None:
+        return False
+    pair = _one(store, key, value)
+    if pair is None:  # (a key shared copy-on-write holds SHARE_MIN_BYTES or more: not here)
+        return False
+    sa, a = pair
+    if a.dtype != sa.dtype and store._init_stype[key] == "row_sparse":
+        return False  # (a cast into a key initialized row_sparse stores rows)
+    store._comm.copy_each((sa,), (a,))
+    return True
+
+
 def push(store: Any, keys: Any, values: Any) -> bool:
-    """``store.push(keys, values)`` for a batch of small keys; False when the
-    call is not one (nothing changed: the store takes the general path)."""
+    """``store.push(keys, values)`` for a batch of small keys, or one small
+    key; False when the call is not one (nothing changed: the store takes the
+    general path)."""
+    if type(keys) is int or type(keys) is str:
+        return _push_one(store, keys, values)
     b = _push_batch(store, keys, values)
     if b is None:
         return False
@@ -234,8 +276,14 @@ def push(store: Any, keys: Any, values: Any) -> bool:
 
 
 def pull(store: Any, keys: Any, outs: Any) -> bool:
-    """``store.pull(keys, out=outs)`` for a batch of small keys; False when
-    the call is not one (nothing changed)."""
+    """``store.pull(keys, out=outs)`` for a batch of small keys, or one small
+    key into one out; False when the call is not one (nothing changed)."""
+    if type(keys) is int or type(keys) is str:
+        pair = None if any_shared() else _one(store, keys, outs)
+        if pair is None:
+            return False
+        store._comm.copy_each((pair[1],), (pair[0],))
+        return True
     b = _pull_batch(store, keys, outs)
     if b is None:
         return False
