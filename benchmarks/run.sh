@@ -65,14 +65,11 @@ sweeps() {   # benchmarks/sweeps.py: how cost grows with keys, size and devices
 }
 
 if [ "$MODE" = sweeps ]; then
-    args=(--mode full)
+    mode=full args=()
     for a in "$@"; do
-        if [ "$a" = --quick ]; then args=(--mode quick); fi
+        if [ "$a" = --quick ]; then mode=quick; else args+=("$a"); fi
     done
-    for a in "$@"; do
-        [ "$a" = --quick ] || args+=("$a")
-    done
-    sweeps "${args[@]}"
+    sweeps --mode "$mode" "${args[@]}"
     exit
 fi
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import importlib
 import itertools
-import json
 import os
 import sys
 import threading
@@ -46,22 +45,9 @@ from .kvstore_ops import KVStoreOps
 from .ndarray_ops import NDArrayOps
 from .registry import OPS, op
 from .registry import dumps as _dumps
+from .registry import loads as _loads
 
 __all__ = ["EngineFacade", "OPS"]
-
-_scan = json.JSONDecoder().scan_once
-
-
-def _loads(text: str) -> Any:
-    """``json.loads(text)`` for the JVM's compact JSON, minus the layers of
-    Python calls around the C scanner (a third of a microsecond-scale call's
-    parse): the scanner reads one value, and anything it cannot read whole
-    goes to ``json.loads``, for its result or its error."""
-    try:
-        value, end = _scan(text, 0)
-    except StopIteration:
-        return json.loads(text)
-    return value if end == len(text) else json.loads(text)
 
 #: The error type the JVM sees for anything the engine raises; the
 #: exception's class travels in ``python_class`` (e.g. mxkv.base.MXNetValueError).

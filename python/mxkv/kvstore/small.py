@@ -230,12 +230,12 @@ def _pull_batch(store: Any, keys: Any, outs: Any) -> Optional[_Batch]:
 
 
 def _one(store: Any, key: Any, nd: Any) -> Optional[tuple]:
-    """A call naming one key with one array, as the pair (stored numpy array,
-    the call's numpy array), or None when it is not an initialized key of the
-    store's kind stored as a small host NDArray, with a host NDArray of its
-    shape (the checks of ``_batch``, for one key)."""
-    if type(key) is not (str if store._key_is_str else int) or store._key_is_str is None \
-            or type(nd) is not NDArray:
+    """A call naming one int or str key with one array, as the pair (stored
+    numpy array, the call's numpy array), or None when it is not an
+    initialized key stored as a small host NDArray, with a host NDArray of
+    its shape (the checks of ``_batch``, for one key; a key of the other kind
+    than the store's is never stored, so it is not found)."""
+    if type(nd) is not NDArray:
         return None
     stored = store._data.values.get(key)
     if type(stored) is not NDArray:
