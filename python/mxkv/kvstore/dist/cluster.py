@@ -77,13 +77,20 @@ class Job:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
 
 
+#: Seconds create_job waits at least for the job's actors to start.
+START_TIMEOUT = 120.0
+
+
 def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
                address: Optional[str] = None, p3: bool = False,
                timeouts: Optional[Timeouts] = None,
                checkpoint_dir: Optional[str] = None,
                shard_options: Optional[dict] = None) -> Job:
     """Create a job's coordinator and ``num_servers`` shards on the connected
-    Ray cluster (call ``ray.init`` first); waits until they answer.
+    Ray cluster (call ``ray.init`` first); waits until they answer, up to
+    ``START_TIMEOUT`` seconds or the job's fail timeout if longer (starting
+    an actor starts a process: a short fail timeout, meant for stalled
+    rounds, must not fail a job that a busy machine starts slowly).
 
     Parameters
     ----------
@@ -122,15 +129,16 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
     coordinator = coord_cls.options(name=coordinator_name(name), namespace=NAMESPACE,
                                     num_cpus=0, max_concurrency=1000).remote(
         name, num_workers, num_servers, timeouts.heartbeat, timeouts.dead)
-    ray.get(coordinator.info.remote(), timeout=timeouts.fail)
+    start = max(timeouts.fail, START_TIMEOUT)
+    ray.get(coordinator.info.remote(), timeout=start)
     shard_cls = ray.remote(ServerShard)
     opts = dict(num_cpus=0, max_restarts=restarts, max_task_retries=0, max_concurrency=1000)
     opts.update(shard_options or {})
     shards = [shard_cls.options(name=shard_name(name, i), namespace=NAMESPACE, **opts).remote(
         name, i, num_workers, checkpoint_dir, rounds, timeouts.heartbeat)
         for i in range(num_servers)]
-    ray.get([s.hello.remote() for s in shards], timeout=timeouts.fail)
-    ray.get(coordinator.set_shards.remote(shards), timeout=timeouts.fail)
+    ray.get([s.hello.remote() for s in shards], timeout=start)
+    ray.get(coordinator.set_shards.remote(shards), timeout=start)
     return Job(name=name, address=address, num_workers=num_workers, num_servers=num_servers,
                checkpoint_dir=checkpoint_dir, coordinator=coordinator, shards=shards, p3=p3,
                timeouts=timeouts, owns_checkpoints=owns)
