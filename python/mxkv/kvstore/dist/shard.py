@@ -514,6 +514,7 @@ class ServerShard:
 
     async def stats(self) -> dict:
         return {"index": self.index, "incarnation": self.incarnation, "pid": os.getpid(),
+                "node": self.ray.get_runtime_context().get_node_id(),
                 "parts": len(self.shapes), "rounds": dict(self.book.rounds),
                 "durable": dict(self.durable), "arrivals": list(self.arrivals),
                 "checkpoints": self.writer.written, "compactions": self.writer.compactions,
