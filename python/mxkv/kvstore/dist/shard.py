@@ -360,7 +360,7 @@ class ServerShard:
             what = self.book.accept(rank, name, seq, payload)
             if what is None:
                 continue
-            self.arrivals.append(name)
+            self.arrivals.append((rank, name))
             if what == "apply":
                 self.kv.push(name, _to_nd(payload, self.shapes[name], self.gc))
                 self._mark_update(name)
