@@ -227,3 +227,87 @@ def test_dist_types_without_a_job_say_how_to_start_one(monkeypatch):
     with pytest.raises(MXNetError, match="mxkv launch"):
         mx.kv.create("dist_sync")
     assert os.environ.get("MXKV_JOB") is None
+
+
+# ---------------------------------------------------------------- P3's window
+class _Answers:
+    """A channel stand-in recording what is sent; the test answers each call
+    (a concurrent future, as Ray's ``ObjectRef.future()``)."""
+
+    def __init__(self, stall):
+        from concurrent.futures import Future
+        from types import SimpleNamespace
+
+        self.timeouts = SimpleNamespace(stall=stall)
+        self.sent, self.calls, self._future = [], [], Future
+
+    def send(self, msg, method):
+        from types import SimpleNamespace
+
+        fut = self._future()
+        self.sent.append(msg.items[0][0])
+        self.calls.append(fut)
+        return SimpleNamespace(future=lambda: fut)
+
+
+def _msg(name):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(items=[(name, 1)])
+
+
+def _until(cond, what):
+    deadline = time.monotonic() + 10
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)
+
+
+def test_p3_window_holds_pushes_and_lets_the_highest_priority_go_first():
+    from mxkv.kvstore.dist.p3 import PrioritySender
+
+    chan = _Answers(stall=60)
+    sender = PrioritySender(chan, window=100)
+    sender.submit(0, _msg("a"), 100)
+    _until(lambda: chan.sent == ["a"], "a is sent at once: nothing was in flight")
+    sender.submit(-1, _msg("low"), 50)
+    sender.submit(5, _msg("high"), 50)
+    sender.submit(9, _msg("a"), 10)            # a's second push waits for nothing but a
+    time.sleep(0.1)
+    assert chan.sent == ["a"]                  # the window is full until a is answered
+    chan.calls[0].set_result(None)
+    _until(lambda: len(chan.sent) == 3, "two pushes fit once a is answered")
+    assert chan.sent == ["a", "a", "high"]
+    time.sleep(0.1)
+    assert len(chan.sent) == 3 and sender.inflight_bytes == 60
+    chan.calls[1].set_result(None)
+    chan.calls[2].set_result(None)
+    sender.flush()
+    assert chan.sent == ["a", "a", "high", "low"]
+
+
+def test_p3_pushes_of_one_part_keep_their_order_whatever_their_priority():
+    from mxkv.kvstore.dist.p3 import PrioritySender
+
+    chan = _Answers(stall=60)
+    sender = PrioritySender(chan, window=0)
+    sender.hold()
+    sender.submit(0, _msg("x"), 10)
+    sender.submit(1, _msg("y"), 10)
+    sender.submit(9, _msg("x"), 10)            # x's later round may not pass x's earlier one
+    sender.flush()
+    assert chan.sent == ["y", "x", "x"]
+
+
+def test_a_full_window_never_stalls_past_the_stall_timeout(caplog):
+    from mxkv.kvstore.dist.p3 import PrioritySender
+
+    chan = _Answers(stall=0.3)
+    sender = PrioritySender(chan, window=10)
+    sender.submit(0, _msg("held"), 10)         # never answered
+    sender.submit(0, _msg("next"), 10)
+    t = time.monotonic()
+    with caplog.at_level("WARNING", logger="mxkv.kvstore.dist"):
+        sender.flush()
+    assert chan.sent == ["held", "next"] and time.monotonic() - t >= 0.25
+    assert "sending the next one anyway" in caplog.text
