@@ -210,6 +210,17 @@ def test_plugin_registration():
     assert ts.is_capable("optimizer") is False
 
 
+def test_create_builds_a_registered_family_by_substring(monkeypatch):
+    from mxkv.kvstore import base
+
+    monkeypatch.setattr(base, "_FAMILIES", dict(base._FAMILIES))
+    made = []
+    base.register_family("tinyfam", lambda name: made.append(name) or base.TestStore())
+    assert type(mx.kv.create("my_TinyFam_sync")) is base.TestStore
+    assert made == ["my_tinyfam_sync"]
+    assert type(mx.kv.create("local")) is mx.kv.KVStore  # the other names: as before
+
+
 def test_barrier_and_server_commands_are_local_noops(kv):
     kv.init(1, full(1))
     kv._barrier()
