@@ -11,7 +11,8 @@ SHAPE = (2, 3)
 
 @pytest.fixture(params=["local", "device"])
 def kv(request):
-    return mx.kv.create(request.param)
+    with mx.kv.create(request.param) as kv:
+        yield kv
 
 
 def full(v, ctx=None, dtype="float32", shape=SHAPE):
@@ -250,3 +251,11 @@ def test_bad_env_knob_is_reported(monkeypatch):
     monkeypatch.setenv("MXNET_KVSTORE_BIGARRAY_BOUND", "lots")
     with pytest.raises(MXNetError, match="MXNET_KVSTORE_BIGARRAY_BOUND"):
         mx.kv.create("local")
+
+
+def test_closing_a_store_frees_its_comm_threads_and_twice_is_harmless():
+    with mx.kv.create("local") as kv:
+        kv._comm.reducer._executor()   # (the pool big reductions start)
+        assert kv._comm.reducer._pool is not None
+    assert kv._comm.reducer._pool is None
+    kv.close()

@@ -60,6 +60,16 @@ class KVStoreBase:
     def num_workers(self) -> int:
         raise NotImplementedError()
 
+    def close(self) -> None:
+        """Free what the store holds (thread pools, device resources); a
+        store with nothing to free does nothing. Closing twice is harmless."""
+
+    def __enter__(self) -> "KVStoreBase":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     @staticmethod
     def register(klass: Type["KVStoreBase"]) -> Type["KVStoreBase"]:
         """Register a store class under its lower-cased class name.

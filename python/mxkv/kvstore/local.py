@@ -578,6 +578,18 @@ class KVStore(KVStoreBase):
                 self._small.set_compression(True)
             self._comm.set_gradient_compression(gc)
 
+    def close(self) -> None:
+        """Free the comm's resources (its reduction threads; on GPUs, its
+        buffers and communicators). Idempotent; ``with mx.kv.create(...) as
+        kv:`` closes on leaving the block.
+
+        Examples
+        --------
+        >>> with mx.kv.create('local') as kv:
+        ...     kv.init(0, mx.nd.ones((2,)))
+        """
+        self._comm.close()
+
     # -- cluster-only operations (no-ops on one machine) ---------------------------------
     def _barrier(self) -> None:
         """A global barrier among workers: nothing to wait for locally."""
