@@ -304,6 +304,7 @@ def test_a_full_window_never_stalls_past_the_stall_timeout(caplog):
 
     chan = _Answers(stall=0.3)
     sender = PrioritySender(chan, window=10)
+    time.sleep(0.4)                            # idle time is no stall
     sender.submit(0, _msg("held"), 10)         # never answered
     sender.submit(0, _msg("next"), 10)
     t = time.monotonic()

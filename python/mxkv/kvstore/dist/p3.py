@@ -81,7 +81,7 @@ class PrioritySender:
         self._error: Optional[BaseException] = None
         self.inflight_bytes = 0
         self.inflight = 0
-        self._last_answer = time.monotonic()
+        self._progress = time.monotonic()    # when a push last left or was answered
         #: The part names of the last messages sent, oldest first.
         self.sent: collections.deque = collections.deque(maxlen=1000)
         self._thread = threading.Thread(target=self._run, name="mxkv-p3-sender", daemon=True)
@@ -149,7 +149,7 @@ class PrioritySender:
                 if entry is not None:
                     if self._fits(entry):
                         break
-                    waited = time.monotonic() - self._last_answer
+                    waited = time.monotonic() - self._progress
                     if waited >= self.stall:
                         log.warning("mxkv P3: no push answered for %.1f s with %d bytes in "
                                     "flight (MXKV_P3_WINDOW_BYTES=%d); sending the next one "
@@ -170,6 +170,7 @@ class PrioritySender:
                 self._sending[name] = self._sending.get(name, 0) + 1
             self.inflight += 1
             self.inflight_bytes += entry[3]
+            self._progress = time.monotonic()
             self.sent.append([name for name, _ in entry[2].items])
             return entry
 
@@ -177,7 +178,7 @@ class PrioritySender:
         with self._cv:
             self.inflight -= 1
             self.inflight_bytes -= nbytes
-            self._last_answer = time.monotonic()
+            self._progress = time.monotonic()
             self._cv.notify_all()
 
     def _run(self) -> None:
