@@ -43,21 +43,40 @@ class KVStoreBase:
         raise NotImplementedError()
 
     def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        """Save the optimizer's states (its momenta, moments...) to file ``fname``.
+
+        Parameters
+        ----------
+        fname : str
+            The file to write (replaced whole).
+        dump_optimizer : bool, default False
+            Also save the optimizer itself, so that loading restores it too.
+        """
         raise NotImplementedError()
 
     def load_optimizer_states(self, fname: str) -> None:
+        """Load optimizer states saved by :meth:`save_optimizer_states`.
+
+        Parameters
+        ----------
+        fname : str
+            The file to read.
+        """
         raise NotImplementedError()
 
     @property
     def type(self) -> str:
+        """The store's type string, as given to :func:`create` (lower-cased)."""
         raise NotImplementedError()
 
     @property
     def rank(self) -> int:
+        """This worker's rank among the job's workers (0 on one machine)."""
         raise NotImplementedError()
 
     @property
     def num_workers(self) -> int:
+        """How many workers share the store (1 on one machine)."""
         raise NotImplementedError()
 
     def close(self) -> None:

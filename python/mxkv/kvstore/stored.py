@@ -76,9 +76,11 @@ class StoredValues:
         return len(self.values)
 
     def items(self) -> Iterator[Tuple[Any, Any]]:
+        """``(key, stored value)`` pairs, over a snapshot (safe while keys are added)."""
         return iter(list(self.values.items()))
 
     def is_shared(self, key: Any) -> bool:
+        """Whether ``key``'s value is a pushed buffer shared copy-on-write."""
         return key in self._shares
 
     @property

@@ -118,6 +118,7 @@ class NDArray:
     # ------------------------------------------------------------------ attributes
     @property
     def shape(self) -> tuple:
+        """The array's dimensions, a tuple of ints."""
         return tuple(self._array.shape)
 
     @property
@@ -127,20 +128,25 @@ class NDArray:
 
     @property
     def context(self) -> Context:
+        """The device the array lives on (``cpu(0)``, ``gpu(1)``...); also ``ctx``."""
         return self._ctx
 
     ctx = context
 
     @property
     def stype(self) -> str:
+        """The storage type: ``'default'`` (dense) here, ``'row_sparse'`` for a
+        RowSparseNDArray."""
         return "default"
 
     @property
     def size(self) -> int:
+        """The number of elements (the product of ``shape``)."""
         return int(self._array.size)
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions (``len(shape)``)."""
         return self._array.ndim
 
     @property
@@ -152,6 +158,7 @@ class NDArray:
 
     @property
     def writable(self) -> bool:
+        """Whether the array may be written (always, as MXNet's NDArrays)."""
         return True
 
     def _xp(self):
@@ -268,6 +275,7 @@ class NDArray:
         return sparse.cast_storage(self, stype)
 
     def as_nd_ndarray(self) -> NDArray:
+        """This array as an ``mx.nd`` NDArray: itself (MXNet's ``np`` arrays convert)."""
         return self
 
     # ------------------------------------------------------------------ shape
