@@ -8,8 +8,10 @@ hand, so a new test lands in the right tier by where it lives or what it uses:
 * by fixture: a test that uses ``needs_jvm``, ``needs_ray`` or ``docs_runner``,
   directly or through another fixture (``def my_jvm(needs_jvm): ...``), gets
   ``jvm``, ``ray`` or ``docs``. The ``needs_*`` fixtures also skip, saying what
-  to install, where the JDK and Clojure jar or Ray are missing;
-* doctests of ``mxkv.jvm`` are ``jvm``, those under ``mxkv/kvstore/dist/`` ``ray``.
+  to install, where the JDK and Clojure jar or Ray are missing.
+
+The docstrings' examples run as tests too (tests/test_doctests.py; those of
+``mxkv.jvm`` through ``needs_jvm``).
 
 ``requires_gpu`` is the one marker for tests that need ``gpu(i)`` contexts
 backed by CUDA through CuPy (real GPUs, or virtual ones with
@@ -40,8 +42,7 @@ def cuda_gpus_available() -> bool:
 ROOT = Path(__file__).resolve().parent.parent
 
 # Tier of each directory (relative to the repository root) and fixture.
-TIER_DIRS = {"tests/distributed": "ray", "interop-tests": "jvm",
-             "python/mxkv/jvm.py": "jvm", "python/mxkv/kvstore/dist": "ray"}
+TIER_DIRS = {"tests/distributed": "ray", "interop-tests": "jvm"}
 TIER_FIXTURES = {"needs_jvm": "jvm", "needs_ray": "ray", "docs_runner": "docs"}
 
 
