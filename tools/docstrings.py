@@ -20,8 +20,9 @@ Usage::
     python tools/docstrings.py --by-file       # ... and the share file by file
     python tools/docstrings.py --strict        # own docstrings only (no inheritance)
 
-``make lint`` runs it. ``FLOOR`` holds the line at the share reached: raise
-it when you document more, never lower it.
+``make lint`` runs it. ``FLOOR`` holds the line a little under the share
+reached (93.2% on 2026-12-02), leaving room for the branches then in flight:
+raise it as the share grows, never lower it.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "python" / "mxkv"
 
 #: The lowest share (percent) ``make lint`` accepts.
-FLOOR = 90.0
+FLOOR = 91.0
 
 
 def _has_doc(node: ast.AST) -> bool:
