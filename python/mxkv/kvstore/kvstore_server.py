@@ -50,7 +50,11 @@ class KVStoreServer:
         if run_server is None:
             raise MXNetError(f"kvstore type {self.kvstore.type!r} has no servers to run: "
                              "create it with mx.kv.create('dist') in a DMLC_ROLE=server process")
-        run_server(self._controller())
+        # The default controller (MXNet's: head 0 sets the optimizer) is the
+        # shards' own job in mxkv; only a subclass's own controller is handed
+        # on, and refused there with the reason.
+        custom = type(self)._controller is not KVStoreServer._controller
+        run_server(self._controller() if custom else None)
 
 
 def _init_kvstore_server_module() -> None:
