@@ -9,7 +9,7 @@ import pytest
 
 import mxkv as mx
 from mxkv.base import MXNetError, MXNetValueError
-from mxkv.kvstore.dist.server import ServerHandle
+from mxkv.kvstore.dist.server_process import ServerHandle
 
 
 def _serve(handle, **kw):
