@@ -30,6 +30,7 @@ import os
 import threading
 import types
 import warnings
+import weakref
 from typing import ClassVar
 
 import numpy as np
@@ -48,6 +49,8 @@ __all__ = [
     "gpu_memory_info",
     "gpu_mode",
     "num_gpus",
+    "register_stream_owner",
+    "synchronize_streams",
     "xp_for",
 ]
 
@@ -334,3 +337,23 @@ def xp_for(ctx: Context) -> types.ModuleType:
                 else "GPU(s) are visible")
         raise MXNetError(f"context {ctx} is not available: only {limit} {what}")
     return cp
+
+
+# ---------------------------------------------------------------------------
+# Streams: objects that run GPU work on streams of their own (the comms)
+# register here, so wait_to_read and waitall can wait for them without the
+# array layer knowing about stores.
+
+_stream_owners: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def register_stream_owner(owner) -> None:
+    """Register ``owner`` (with a ``synchronize(ctx=None)`` method) until it is collected."""
+    _stream_owners.add(owner)
+
+
+def synchronize_streams(ctx: Context | None = None) -> None:
+    """The host waits for every registered owner's streams on ``ctx``'s device
+    (every device when None)."""
+    for owner in list(_stream_owners):
+        owner.synchronize(ctx)

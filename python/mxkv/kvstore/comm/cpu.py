@@ -43,7 +43,7 @@ class CommCPU(Comm):
             out.append(stage[i])
         return out
 
-    def reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
+    def _reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
         if out is not None and len(srcs) == 1:
             copy_array(out._array, srcs[0]._array)
             return out
@@ -63,3 +63,8 @@ class CommCPU(Comm):
             self.reducer.sum_into(tmp, host)
             copy_array(out._array, tmp)
         return out
+
+    def _free(self) -> None:
+        self._merge.clear()
+        self._staging.clear()
+        super()._free()
