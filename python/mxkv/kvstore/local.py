@@ -30,7 +30,7 @@ from ..ndarray import NDArray
 from ..ndarray.cow import any_shared, before_write
 from ..ndarray.sparse import RowSparseNDArray
 from . import small
-from .base import KVStoreBase
+from .base import KVStoreBase, mark_closed
 from .comm import create_comm
 from .compression import GradientCompression
 from .keys import flatten, group, key_name, pair_row_ids
@@ -76,6 +76,7 @@ class KVStore(KVStoreBase):
         self._locks = KeyLocks()
         self._small = small.enabled(self)  # batches of small keys in one pass
         self._small_seen: Dict[Any, Any] = {}  # (small.py's, per store)
+        self._store_closed = False
 
     # -- properties --------------------------------------------------------
     @property
@@ -567,6 +568,28 @@ class KVStore(KVStoreBase):
                                      f"{np.dtype(v.dtype).name}; compression needs float32")
             self._compression = gc
             self._comm.set_gradient_compression(gc)
+
+    # -- lifetime ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release the store: wait for its GPU streams, destroy its NCCL
+        communicator, free its merge and staging buffers and stored values.
+
+        Idempotent. Any other operation on a closed store raises an
+        MXNetError naming it. ``with mx.kv.create(...) as kv:`` closes on exit.
+        """
+        with self._locks.hold_all(with_init=True):
+            if self._store_closed:
+                return
+            self._store_closed = True
+            try:
+                self._comm.close()
+            finally:
+                self._data.clear()
+                self._order.clear()
+                self._init_stype.clear()
+                self._small_seen.clear()
+                self._updater = None
+                mark_closed(self)
 
     # -- cluster-only operations (no-ops on one machine) ---------------------------------
     def _barrier(self) -> None:
