@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from ..base import MXNetError
-from ..context import cpu_pinned
+from ..context import cpu_pinned, free_pinned_blocks
 from ..fileio import atomic_write, read_bytes
 from ..ndarray import NDArray
 from ..ndarray.cow import any_shared, before_write
@@ -590,6 +590,7 @@ class KVStore(KVStoreBase):
                 self._small_seen.clear()
                 self._updater = None
                 mark_closed(self)
+        free_pinned_blocks()  # the pool's unused page-locked blocks go back to the system
 
     # -- cluster-only operations (no-ops on one machine) ---------------------------------
     def _barrier(self) -> None:
