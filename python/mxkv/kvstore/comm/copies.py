@@ -27,6 +27,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from .streams import cuda_backend
+
 __all__ = ["Staging", "copy_array", "copy_peer", "copy_staged", "enable_peer_access",
            "move_async"]
 
@@ -205,6 +207,4 @@ def copy_array(dst: Any, src: Any) -> None:
         with cupy.cuda.Device(_dev(dst)):
             dst[...] = src.reshape(dst.shape)
     else:  # between two GPUs: ordered on both devices' current streams
-        from .streams import cuda_backend
-
         copy_peer(cuda_backend(), dst, src, _dev(dst), _dev(src))
