@@ -51,6 +51,9 @@ class _TwoStreams(st.CudaStreams):
         with self.cupy.cuda.Device(self.dev):
             return stream.record()
 
+    def wait(self, stream, event, dev=None):
+        stream.wait_event(event)
+
 
 def test_same_size_staged_copies_back_to_back_land_intact():
     cp = _cp()

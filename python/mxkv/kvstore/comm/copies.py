@@ -115,9 +115,9 @@ def copy_peer(be: Any, dst: Any, src: Any, dst_dev: Any, src_dev: Any) -> None:
     if s_stream is d_stream:  # one device (virtual GPUs): the stream orders it
         move_async(be, d_stream, dst, src, "d2d")
         return
-    be.wait(d_stream, be.record(s_stream, src_dev))   # the source's data is there
+    be.wait(d_stream, be.record(s_stream, src_dev), dst_dev)   # the source's data is there
     move_async(be, d_stream, dst, src, "peer")
-    be.wait(s_stream, be.record(d_stream, dst_dev))   # and is read before it changes
+    be.wait(s_stream, be.record(d_stream, dst_dev), src_dev)   # and is read before it changes
 
 
 class Staging:
@@ -171,9 +171,9 @@ def copy_staged(be: Any, stage: Staging, dst: Any, src: Any, dst_dev: Any,
     with stage.lock:
         buf = stage.take(be, src.nbytes).view(src.dtype).reshape(src.shape)
         if stage.free is not None:
-            be.wait(s_stream, stage.free)                  # the last upload has read it
+            be.wait(s_stream, stage.free, src_dev)         # the last upload has read it
         move_async(be, s_stream, buf, src, "d2h")
-        be.wait(d_stream, be.record(s_stream, src_dev))   # downloaded
+        be.wait(d_stream, be.record(s_stream, src_dev), dst_dev)   # downloaded
         move_async(be, d_stream, dst, buf, "h2d")
         stage.free = be.record(d_stream, dst_dev)         # uploaded: free again
         stage.uses += 1

@@ -171,7 +171,7 @@ class SimulatedStreams:
             _merge(stream.vc, self.host.vc)  # enqueued by the host, after what it did
             return SimEvent(stream.vc, stream)
 
-    def wait(self, stream: SimStream, event: SimEvent) -> None:
+    def wait(self, stream: SimStream, event: SimEvent, dev: Any = None) -> None:
         with self._lock:
             self.counts["wait"] += 1
             _merge(stream.vc, event.vc)

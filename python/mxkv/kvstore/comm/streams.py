@@ -85,9 +85,12 @@ class CudaStreams:
         with self.cupy.cuda.Device(dev):  # an event is recorded on its stream's device
             return stream.record()
 
-    @staticmethod
-    def wait(stream: Any, event: Any) -> None:
-        stream.wait_event(event)
+    def wait(self, stream: Any, event: Any, dev: Optional[int] = None) -> None:
+        if dev is None:
+            stream.wait_event(event)
+            return
+        with self.cupy.cuda.Device(dev):  # the null stream means the current device's
+            stream.wait_event(event)
 
     @staticmethod
     def synchronize(stream: Any) -> None:
@@ -196,7 +199,7 @@ class StreamOrder:
                 theirs, mine = be.current(dev), be.comm(dev)
                 callers[dev] = theirs
                 if theirs is not mine:
-                    be.wait(mine, be.record(theirs, dev))      # 1. in
+                    be.wait(mine, be.record(theirs, dev), dev)  # 1. in
                 stack.enter_context(be.use(dev, mine))         # 2. work on the comm stream
             self._local.depth = 1
             try:
@@ -214,7 +217,7 @@ class StreamOrder:
         for dev, be in devs.items():                          # 3. out
             mine = be.comm(dev)
             if callers[dev] is not mine:
-                be.wait(callers[dev], be.record(mine, dev))
+                be.wait(callers[dev], be.record(mine, dev), dev)
             if host:
                 be.synchronize(mine)
 
