@@ -356,23 +356,19 @@ def pinned_memory_available() -> bool:
 def empty_host(ctx: Context, shape: tuple, dtype) -> np.ndarray:
     """An uninitialized numpy array for host context ``ctx``.
 
-    On ``cpu_pinned`` with :func:`pinned_memory_available`, a numpy view over
-    a page-locked block from CuPy's pinned memory pool (the view keeps the
-    block alive; the block returns to the pool when the last view goes).
+    On ``cpu_pinned`` with :func:`pinned_memory_available`, a numpy array over
+    a page-locked block from CuPy's pinned memory pool (``cupyx.empty_pinned``:
+    the array keeps the block alive; the block returns to the pool when the
+    last view goes).
     Plain ``np.empty`` for every other host context, and everywhere when no
     GPU is present.
     """
     dtype = np.dtype(dtype)
     if ctx.device_typeid != 3 or not pinned_memory_available():
         return np.empty(shape, dtype)
-    count = 1
-    for d in shape:
-        count *= int(d)
-    if count == 0:
-        return np.empty(shape, dtype)
-    cp = cupy_or_none()
-    block = cp.cuda.alloc_pinned_memory(count * dtype.itemsize)
-    return np.frombuffer(block, dtype, count).reshape(shape)
+    import cupyx
+
+    return cupyx.empty_pinned(shape, dtype)
 
 
 def free_pinned_blocks() -> None:

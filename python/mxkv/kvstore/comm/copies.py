@@ -143,10 +143,9 @@ class Staging:
             if self.buf is not None:
                 be.retire(self.buf)       # back to the pool: anyone may write it now
             if self.pinned:
-                import cupy
+                import cupyx
 
-                block = cupy.cuda.alloc_pinned_memory(nbytes)
-                self.buf = np.frombuffer(block, np.uint8, nbytes)
+                self.buf = cupyx.empty_pinned((nbytes,), np.uint8)
             else:
                 self.buf = np.empty(nbytes, np.uint8)
         return self.buf[:nbytes]
