@@ -22,9 +22,9 @@ TESTS = ["tests/gpu/test_gpu_streams.py", "tests/gpu/test_gpu_nccl.py",
 # (file, the line as written, what the mutation leaves instead)
 MUTATIONS = [
     ("streams.py", "be.wait(mine, be.record(theirs, dev), dev)  # 1. in", "pass"),
-    ("streams.py", "be.wait(callers[dev], be.record(mine, dev), dev)", "pass"),
-    ("streams.py", "if host:\n                be.synchronize(mine)",
-     "if host:\n                pass"),
+    ("streams.py", "be.wait(theirs, be.record(mine, dev), dev)", "pass"),
+    ("streams.py", "if host:\n                    be.synchronize(mine)",
+     "if host:\n                    pass"),
     ("streams.py", "be.synchronize(be.comm(dev))\n\n    def close", "pass\n\n    def close"),
     ("copies.py", "be.wait(d_stream, be.record(s_stream, src_dev), dst_dev)   # the source's",
      "pass  # the source's"),

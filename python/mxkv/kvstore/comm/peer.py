@@ -106,6 +106,8 @@ class Copier:
             return way
         with self._lock:
             self.bytes[way] += int(s.nbytes)
+        if d.dtype != s.dtype and not isinstance(s, np.ndarray) and way != "h2d":
+            s = _cast_on_device(s, d.dtype)  # copies move bytes: cast where the source is
         if way in ("peer", "staged", "device"):
             be = backend_for(dctx)
             ddev, sdev = be.key(dctx), be.key(sctx)
@@ -116,9 +118,6 @@ class Copier:
             return way
         gctx = dctx if way == "h2d" else sctx
         be = backend_for(gctx)
-        if d.dtype != s.dtype and way == "d2h" and not isinstance(s, np.ndarray):
-            copy_array(d, s.astype(d.dtype))  # (rare) cast on the device, then download
-            return way
         move_async(be, be.current(be.key(gctx)), d, s, way)
         return way
 
@@ -140,3 +139,11 @@ class Copier:
             self._stages.clear()
         for st, be in stages:
             st.release(be)
+
+
+def _cast_on_device(a: Any, dtype: Any) -> Any:
+    """``a`` (cupy) cast to ``dtype`` on its own device's current stream."""
+    import cupy
+
+    with cupy.cuda.Device(a.device.id):
+        return a.astype(dtype)

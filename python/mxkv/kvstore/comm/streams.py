@@ -193,33 +193,35 @@ class StreamOrder:
             return
         with self._lock:
             self._used.update(devs)
-        callers = {}
-        with contextlib.ExitStack() as stack:
-            for dev, be in devs.items():
-                theirs, mine = be.current(dev), be.comm(dev)
-                callers[dev] = theirs
+        callers: Dict[Any, Any] = {}
+        try:
+            with contextlib.ExitStack() as stack:
+                for dev, be in devs.items():
+                    theirs, mine = be.current(dev), be.comm(dev)
+                    callers[dev] = theirs
+                    if theirs is not mine:
+                        be.wait(mine, be.record(theirs, dev), dev)  # 1. in
+                    stack.enter_context(be.use(dev, mine))  # 2. work on the comm stream
+                self._local.depth = 1
+                try:
+                    for a in reads:
+                        if a._ctx.is_gpu:
+                            be = devs[backend_for(a._ctx).key(a._ctx)]
+                            be.access(be.comm(be.key(a._ctx)), reads=[a], what="comm input")
+                    yield written
+                    for a in writes + [w for w in written if all(w is not x for x in writes)]:
+                        if a._ctx.is_gpu and backend_for(a._ctx).key(a._ctx) in devs:
+                            be = devs[backend_for(a._ctx).key(a._ctx)]
+                            be.access(be.comm(be.key(a._ctx)), writes=[a], what="comm output")
+                finally:
+                    self._local.depth = 0
+        finally:  # 3. out, also after an error: the caller never races the comm's work
+            for dev, theirs in callers.items():
+                be, mine = devs[dev], devs[dev].comm(dev)
                 if theirs is not mine:
-                    be.wait(mine, be.record(theirs, dev), dev)  # 1. in
-                stack.enter_context(be.use(dev, mine))         # 2. work on the comm stream
-            self._local.depth = 1
-            try:
-                for a in reads:
-                    if a._ctx.is_gpu:
-                        be = devs[backend_for(a._ctx).key(a._ctx)]
-                        be.access(be.comm(be.key(a._ctx)), reads=[a], what="comm input")
-                yield written
-                for a in writes + [w for w in written if all(w is not x for x in writes)]:
-                    if a._ctx.is_gpu and backend_for(a._ctx).key(a._ctx) in devs:
-                        be = devs[backend_for(a._ctx).key(a._ctx)]
-                        be.access(be.comm(be.key(a._ctx)), writes=[a], what="comm output")
-            finally:
-                self._local.depth = 0
-        for dev, be in devs.items():                          # 3. out
-            mine = be.comm(dev)
-            if callers[dev] is not mine:
-                be.wait(callers[dev], be.record(mine, dev), dev)
-            if host:
-                be.synchronize(mine)
+                    be.wait(theirs, be.record(mine, dev), dev)
+                if host:
+                    be.synchronize(mine)
 
     def synchronize(self, ctx: Optional[Context] = None) -> None:
         """The host waits for this comm's streams (on ``ctx``'s device, or all)."""
