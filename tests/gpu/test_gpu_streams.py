@@ -194,3 +194,15 @@ def test_a_comm_operation_nested_in_another_joins_it(sim):
         with order.op([a], []):
             pass
         assert m.counts["wait"] == waits
+
+
+def test_a_pull_into_gpus_of_several_dtypes_casts_every_copy(sim):
+    devs, m, user = sim(2)
+    kv = mx.kv.create("device")
+    kv.init(0, mx.nd.ones((5,)) * 1.5)
+    outs = [mx.nd.zeros((5,), ctx=devs[0], dtype="float16"), mx.nd.zeros((5,), ctx=devs[1])]
+    kv.pull(0, out=outs)
+    for o in outs:
+        m.access(user[o.context], reads=[o])
+    assert outs[0].asnumpy().tolist() == [1.5] * 5 and outs[1].dtype == np.float32
+    assert outs[1].asnumpy().tolist() == [1.5] * 5 and m.violations == []
