@@ -307,7 +307,7 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
         if len(ids) == 1 and isinstance(ids[0], list):
             ids = ids[0]
         for h in ids:
-            self._objects.pop(h, None)
+            self._close_released(self._objects.pop(h, None))
         return None
 
     @op("arena")

@@ -24,12 +24,12 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from ..base import MXNetError
-from ..context import cpu_pinned
+from ..context import cpu_pinned, free_pinned_blocks
 from ..fileio import atomic_write, read_bytes
 from ..ndarray import NDArray
 from ..ndarray.cow import any_shared, before_write
 from ..ndarray.sparse import RowSparseNDArray
-from .base import KVStoreBase, _local_comm, register_family
+from .base import KVStoreBase, _local_comm, mark_closed, register_family
 from .comm import create_comm
 from .compression import GradientCompression
 from .keys import flatten, group, key_name, pair_row_ids
@@ -79,6 +79,7 @@ class KVStore(KVStoreBase):
         self._small: Optional[SmallKeys] = None
         if SmallKeys.applies(type(self), KVStore, self._comm):
             self._small = SmallKeys(self._data, self._comm, self._init_stype, self._order)
+        self._store_closed = False
 
     # -- properties --------------------------------------------------------
     @property
@@ -700,17 +701,33 @@ class KVStore(KVStoreBase):
                 self._small.set_compression(True)
             self._comm.set_gradient_compression(gc)
 
+    # -- lifetime ------------------------------------------------------------------------
     def close(self) -> None:
-        """Free the comm's resources (its reduction threads; on GPUs, its
-        buffers and communicators). Idempotent; ``with mx.kv.create(...) as
-        kv:`` closes on leaving the block.
+        """Release the store: wait for its GPU streams, destroy its NCCL
+        communicator, free its merge and staging buffers and stored values.
+
+        Idempotent. Any other operation on a closed store raises an
+        MXNetError naming it. ``with mx.kv.create(...) as kv:`` closes on
+        leaving the block.
 
         Examples
         --------
         >>> with mx.kv.create('local') as kv:
         ...     kv.init(0, mx.nd.ones((2,)))
         """
-        self._comm.close()
+        with self._locks.hold_all(with_init=True):
+            if self._store_closed:
+                return
+            self._store_closed = True
+            try:
+                self._comm.close()
+            finally:
+                self._data.clear()
+                self._order.clear()
+                self._init_stype.clear()
+                self._updater = None
+                mark_closed(self)
+        free_pinned_blocks()  # the pool's unused page-locked blocks go back to the system
 
     # -- cluster-only operations (no-ops on one machine) ---------------------------------
     def _barrier(self) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetMemoryError
-from ..context import Context, xp_for
+from ..context import Context, empty_host, xp_for
 from ._util import (
     MXNetTypeError,
     MXNetValueError,
@@ -64,7 +64,11 @@ def _filled(shape: Any, ctx: Any, dtype: Any, fill: Any) -> NDArray:
     xp = xp_for(ctx)
     try:
         with device_scope(ctx):
-            if fill is None:
+            if ctx.device_typeid == 3:  # cpu_pinned: page-locked where a GPU is
+                arr = empty_host(ctx, shape, dt)
+                if fill is not None:
+                    arr.fill(_scalar_for(dt, fill) if dt.kind in "iu" else fill)
+            elif fill is None:
                 arr = xp.empty(shape, dtype=dt)
             elif fill == 0:
                 arr = xp.zeros(shape, dtype=dt)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError, numeric_types
-from ..context import Context, current_context, xp_for
+from ..context import Context, current_context, synchronize_streams, xp_for
 from ._util import (
     MXNetIndexError,
     MXNetTypeError,
@@ -226,7 +226,10 @@ class NDArray:
             self.__class__ = type(restored)
 
     def wait_to_read(self) -> None:
-        """Block until pending work writing this array is done."""
+        """Block until pending work writing this array is done: the current
+        stream's, and the comms' streams on its device (docs/gpu.md, Streams)."""
+        if self._ctx.is_gpu:
+            synchronize_streams(self._ctx)
         if self._ctx.uses_cupy:
             with device_scope(self._ctx):
                 xp_for(self._ctx).cuda.get_current_stream().synchronize()

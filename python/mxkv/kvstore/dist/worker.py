@@ -499,3 +499,4 @@ class DistKVStore(KVStore):
                 self._ray.get(self._coord.leave.remote(self._rank), timeout=10)
             except Exception:  # noqa: BLE001 - the job may be gone already
                 pass
+            super().close()  # the local part: comm streams, buffers, stored values
