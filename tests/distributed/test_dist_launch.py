@@ -49,8 +49,10 @@ def _launch(args, tmp_path, timeout=120, env=None):
 
 
 def _ray_processes():
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "raylet" in line or "gcs_server" in line]
+    # this installation's only: the machine may run other checkouts' clusters meanwhile
+    out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines()
+            if ("raylet" in line or "gcs_server" in line) and sys.prefix in line]
 
 
 def test_launch_runs_workers_and_a_server_process_then_cleans_up(tmp_path):
