@@ -189,3 +189,4 @@ def test_a_second_sigint_kills_at_once_and_leaves_nothing(tmp_path):
     assert rc == 128 + signal.SIGINT, launch.text()
     assert "mxkv launch: SIGINT again: killed" in launch.err, launch.text()
     _assert_nothing_left(launch, workers[0][1])
+

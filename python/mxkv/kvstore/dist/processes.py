@@ -46,17 +46,41 @@ def signal_group(pgid: int, sig: int) -> None:
             return
 
 
-def _spawn(cmd: List[str], env: Dict[str, str]) -> subprocess.Popen:
+def _libc() -> Optional[object]:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True)
+    except (OSError, AttributeError):
+        return None
+
+
+_LIBC = _libc()
+
+
+def _die_with_parent() -> None:
+    # in the child, before exec: SIGKILL when the launcher dies, even by SIGKILL
+    # (PR_SET_PDEATHSIG; kept across exec, as Ray does for its own processes)
+    _LIBC.prctl(1, signal.SIGKILL, 0, 0, 0)  # type: ignore[attr-defined]
+
+
+def _spawn(cmd: List[str], env: Dict[str, str], tied: bool) -> subprocess.Popen:
+    # tied: dies with this process. The signal is sent when the *thread* that
+    # forked exits, so only the launcher's main thread ties its children.
+    tie = _die_with_parent if tied and _LIBC is not None else None
     return subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=tie)
 
 
 class LocalProcess:
     """A command run here; its output is copied to ours, line by line, prefixed."""
 
     def __init__(self, cmd: List[str], env: Dict[str, str], prefix: str) -> None:
-        self.proc = _spawn(cmd, env)
+        tied = threading.current_thread() is threading.main_thread()
+        self.proc = _spawn(cmd, env, tied)
         self.prefix = prefix.encode()
         self._pump_thread = threading.Thread(target=self._pump, daemon=True)
         self._pump_thread.start()
@@ -98,7 +122,7 @@ class RemoteProcess:
         import ray
 
         self.lines: "collections.deque[bytes]" = collections.deque()
-        self.proc = _spawn(cmd, env)
+        self.proc = _spawn(cmd, env, False)
         threading.Thread(target=self._pump, daemon=True).start()
         return socket.gethostname(), ray.get_runtime_context().get_node_id()
 
@@ -180,15 +204,9 @@ class RayProcess:
 def become_subreaper() -> bool:
     """Make orphaned descendants re-parent to this process (Linux
     ``PR_SET_CHILD_SUBREAPER``); False where that is not available."""
-    if not sys.platform.startswith("linux"):
+    if _LIBC is None:
         return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(36, 1, 0, 0, 0) == 0   # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError):
-        return False
+    return _LIBC.prctl(36, 1, 0, 0, 0) == 0   # type: ignore[attr-defined]  # SUBREAPER
 
 
 def _parents() -> Dict[int, int]:
