@@ -1,10 +1,12 @@
-"""`mxkv launch` ends, and leaves nothing behind: a frozen worker, SIGTERM
-and a second SIGINT, with real processes, checked afterwards with `ps` and
-the job's directories."""
+"""What `mxkv launch` starts: it ends, and leaves nothing behind (a frozen
+worker, SIGTERM, a second SIGINT; checked afterwards with `ps` and the job's
+directories), and its local cluster listens on loopback only and refuses
+whoever lacks the job's token."""
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -35,7 +37,8 @@ WORKER = textwrap.dedent("""
     kv.init("w", mx.nd.zeros((2,)))
     kv.push("w", mx.nd.ones((2,)))
     kv.pull("w", out=mx.nd.zeros((2,)))
-    print("READY", kv.rank, os.getpid(), os.environ["MXKV_CHECKPOINT_DIR"], flush=True)
+    print("READY", kv.rank, os.getpid(), os.environ["MXKV_CHECKPOINT_DIR"],
+          os.environ["MXKV_RAY_ADDRESS"], flush=True)
     while True:
         time.sleep(0.1)
 """)
@@ -104,6 +107,26 @@ class Launch:
         return "\nstdout:\n" + "\n".join(self.out) + "\nstderr:\n" + "\n".join(self.err)
 
 
+@pytest.fixture
+def launcher(tmp_path):
+    """Starts launches; stops any still running when the test ends (SIGTERM,
+    then SIGKILL), so a failing test leaves no job behind."""
+    started = []
+
+    def start(env=None):
+        started.append(Launch(tmp_path, env))
+        return started[-1]
+
+    yield start
+    for launch in started:
+        if launch.proc.poll() is None:
+            launch.proc.terminate()
+            try:
+                launch.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                launch.proc.kill()
+
+
 def _ps():
     """{pid: (ppid, state, args)} of every process, from `ps`."""
     out = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,stat=,args="], capture_output=True,
@@ -155,8 +178,8 @@ def _assert_nothing_left(launch, checkpoint_dir):
     assert not os.path.exists(checkpoint_dir), os.listdir(checkpoint_dir)
 
 
-def test_a_frozen_worker_ends_the_job_naming_it_and_leaves_nothing(tmp_path):
-    launch = Launch(tmp_path, {"MXKV_DEAD_TIMEOUT": "5", "MXKV_HEARTBEAT_INTERVAL": "0.5"})
+def test_a_frozen_worker_ends_the_job_naming_it_and_leaves_nothing(launcher):
+    launch = launcher({"MXKV_DEAD_TIMEOUT": "5", "MXKV_HEARTBEAT_INTERVAL": "0.5"})
     workers = launch.ready()
     frozen, checkpoints = workers[1]
     os.kill(frozen, signal.SIGSTOP)
@@ -167,8 +190,8 @@ def test_a_frozen_worker_ends_the_job_naming_it_and_leaves_nothing(tmp_path):
     _assert_nothing_left(launch, checkpoints)
 
 
-def test_sigterm_is_forwarded_and_the_launcher_leaves_nothing(tmp_path):
-    launch = Launch(tmp_path, {"ON_TERM": "handle"})
+def test_sigterm_is_forwarded_and_the_launcher_leaves_nothing(launcher):
+    launch = launcher({"ON_TERM": "handle"})
     workers = launch.ready()
     launch.proc.send_signal(signal.SIGTERM)
     rc = launch.end()
@@ -178,8 +201,8 @@ def test_sigterm_is_forwarded_and_the_launcher_leaves_nothing(tmp_path):
     _assert_nothing_left(launch, workers[0][1])
 
 
-def test_a_second_sigint_kills_at_once_and_leaves_nothing(tmp_path):
-    launch = Launch(tmp_path, {"ON_TERM": "ignore"})   # the workers ignore the first
+def test_a_second_sigint_kills_at_once_and_leaves_nothing(launcher):
+    launch = launcher({"ON_TERM": "ignore"})   # the workers ignore the first
     workers = launch.ready()
     launch.proc.send_signal(signal.SIGINT)
     launch.wait_for(lambda: any("SIGINT: stopping the job" in x for x in launch.err),
@@ -190,3 +213,96 @@ def test_a_second_sigint_kills_at_once_and_leaves_nothing(tmp_path):
     assert "mxkv launch: SIGINT again: killed" in launch.err, launch.text()
     _assert_nothing_left(launch, workers[0][1])
 
+
+
+# ---------------------------------------------------------------- a safe local cluster
+def _address(hexaddr):
+    ip, port = hexaddr.split(":")
+    raw = bytes.fromhex(ip)
+    if len(raw) == 4:
+        return socket.inet_ntop(socket.AF_INET, raw[::-1]), int(port, 16)
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+    return socket.inet_ntop(socket.AF_INET6, words), int(port, 16)
+
+
+def _listeners(pids):
+    """(pid, protocol, ip, port) of the listening TCP and unconnected UDP
+    sockets that the processes ``pids`` hold, from /proc."""
+    out = []
+    for pid in pids:
+        inodes = set()
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    inodes.add(link[8:-1])
+        except OSError:
+            continue
+        for proto in ("tcp", "tcp6", "udp", "udp6"):
+            try:
+                with open(f"/proc/{pid}/net/{proto}") as f:
+                    rows = [line.split() for line in f.read().splitlines()[1:]]
+            except OSError:
+                continue
+            for row in rows:
+                local, remote, state, inode = row[1], row[2], row[3], row[9]
+                if inode not in inodes:
+                    continue
+                if proto.startswith("tcp") and state != "0A":   # 0A: LISTEN
+                    continue
+                if proto.startswith("udp") and _address(remote)[1] != 0:
+                    continue
+                out.append((pid, proto, *_address(local)))
+    return out
+
+
+def _loopback(ip):
+    return ip.startswith("127.") or ip in ("::1", "::ffff:127.0.0.1") or \
+        ip.startswith("::ffff:127.")
+
+
+def test_the_local_cluster_listens_on_loopback_only_and_wants_the_jobs_token(launcher,
+                                                                            tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    launch = launcher({"ON_TERM": "handle", "HOME": str(home)})
+    workers = launch.ready()
+    address = next(line.split()[-1] for line in launch.out if " READY 0 " in line)
+    tree = _tree(launch.proc.pid)
+    names = dict(tree)
+    found = _listeners(names)
+    listening = {(names[pid].split()[0].rsplit("/", 1)[-1], proto, ip, port)
+                 for pid, proto, ip, port in found}
+    # the GCS, the raylet, the workers' and actors' own servers: all there, all on loopback
+    assert ("gcs_server", "tcp6", "::ffff:127.0.0.1", int(address.rsplit(":", 1)[1])) in \
+        listening or ("gcs_server", "tcp", "127.0.0.1", int(address.rsplit(":", 1)[1])) in \
+        listening, listening
+    assert any(name == "raylet" for name, *_ in listening), listening
+    assert [x for x in listening if not _loopback(x[2])] == [], listening
+
+    # its own token: in the job's environment, on no command line, not in ~/.ray
+    with open(f"/proc/{workers[0][0]}/environ", "rb") as f:
+        environ = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+    token = environ[b"RAY_AUTH_TOKEN"].decode()
+    assert environ[b"RAY_AUTH_MODE"] == b"token" and len(token) == 64, environ
+    assert not any(token in args for _, args in tree)
+    assert not (home / ".ray").exists()
+    # whoever joins without it (no token, or another one) is refused
+    join = f"import ray; ray.init(address={address!r}); print('JOINED')"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    clean["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"   # else Ray dials the host's address
+    intruders = [subprocess.Popen([sys.executable, "-c", join], env={**clean, **extra},
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for extra in ({"HOME": str(home)},
+                               {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 64})]
+    try:
+        for p in intruders:
+            out, err = p.communicate(timeout=END)
+            assert p.returncode != 0 and "JOINED" not in out, out + err
+            assert "AuthenticationError" in err or "InvalidAuthToken" in err, err[-2000:]
+    finally:
+        for p in intruders:
+            p.kill()
+            p.wait()
+    launch.proc.send_signal(signal.SIGTERM)
+    assert launch.end() == 128 + signal.SIGTERM, launch.text()
