@@ -4,7 +4,7 @@
 
     mxkv launch -n WORKERS [-s SERVERS] [--launcher local] [--ray-address ADDR]
                 [--env K=V ...] [--env-worker K=V ...] [--env-server K=V ...]
-                [--server-cmd CMD] [--p3] -- CMD ...
+                [--server-cmd CMD] [--p3] [--shard-placement spread|pack] -- CMD ...
 
 Joins the Ray cluster at ``--ray-address`` (or ``MXKV_RAY_ADDRESS``/
 ``RAY_ADDRESS``), or starts a local one on loopback; creates the job's
@@ -17,8 +17,15 @@ the cluster, if it started one). It exits with the first non-zero exit code
 of a worker, or 0.
 
 ``--launcher ray`` runs each worker (and server) command on a node of the
-Ray cluster instead, spread over the nodes by Ray: the way to use several
-hosts (the command must exist on every host).
+Ray cluster instead, spread over the nodes by a placement group: the way to
+use several hosts (the command must exist on every host).
+``--shard-placement spread|pack`` places the shards as evenly over the
+nodes as Ray can (default), or on as few as it can.
+
+Without an address the cluster is this job's alone: loopback only, with a
+token of its own (:mod:`.local_cluster`). The launcher never outlives a dead
+worker, forwards SIGTERM/SIGINT, and leaves no process or directory behind
+(:mod:`.supervisor`).
 
 ``--server-cmd`` also runs that command ``SERVERS`` times with
 ``DMLC_ROLE=server`` (a process that runs ``mx.kv.KVStoreServer`` or
@@ -88,6 +95,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                    help="also run this command once per server with DMLC_ROLE=server")
     p.add_argument("--p3", action="store_true", help="P3 slicing and priorities "
                    "(DMLC_PS_VAN_TYPE=p3)")
+    p.add_argument("--shard-placement", default="spread", choices=["spread", "pack"],
+                   help="'spread' (default): shards round robin over the cluster's nodes; "
+                   "'pack': all on the launcher's node")
     p.add_argument("--num-cpus", type=int, default=None,
                    help="CPUs of a local Ray cluster (default: Ray's count)")
     p.add_argument("-H", "--hostfile", default=None, help=argparse.SUPPRESS)
@@ -147,10 +157,12 @@ def run(args: argparse.Namespace) -> int:
             address = cluster.address
             sup.paths.append(cluster.temp_dir)
         sup.install()   # ray.init sets a SIGTERM handler of its own
-        job = create_job(args.num_workers, args.num_servers, address=address, p3=args.p3)
+        job = create_job(args.num_workers, args.num_servers, address=address, p3=args.p3,
+                         placement=args.shard_placement)
         if job.owns_checkpoints:
             sup.paths.append(job.checkpoint_dir)
         _start_processes(args, job, sup, call_timeout_ms)
+        _say_where(job, sup)
         code = sup.watch(job)
         if code == 0:
             _wait_servers(job, sup)
@@ -176,7 +188,18 @@ def run(args: argparse.Namespace) -> int:
 def _start_processes(args: argparse.Namespace, job: Any, sup: Supervisor,
                      call_timeout_ms: Optional[int]) -> None:
     common = _env_pairs(args.env, "--env")
-    spawn = RayProcess if args.launcher == "ray" else LocalProcess
+    if args.launcher == "ray":   # spread over the nodes by a placement group of their own
+        from .cluster import placement_options
+
+        group, opts = placement_options(args.num_workers + (args.num_servers if args.server_cmd
+                                                            else 0), "spread")
+        job.groups.append(group)   # removed with the job
+        places = iter(opts)
+
+        def spawn(cmd: List[str], env: Dict[str, str], prefix: str) -> Any:
+            return RayProcess(cmd, env, prefix, next(places))
+    else:
+        spawn = LocalProcess
     # A JVM's engine call waits as long as the store's own timeouts allow
     # (workers), or for the whole job (servers): MXKV_CALL_TIMEOUT_MS.
     if call_timeout_ms is None:
@@ -192,6 +215,22 @@ def _start_processes(args: argparse.Namespace, job: Any, sup: Supervisor,
                **_env_pairs(args.env_worker, "--env-worker"), "DMLC_TASK_ID": str(rank)}
         sup.procs.append(("worker", rank, spawn(_command(args.command), env,
                                                 f"[worker {rank}] ")))
+
+
+def _say_where(job: Any, sup: Supervisor) -> None:
+    """One line: the node each shard (and each worker run by Ray) is on."""
+    import ray
+
+    names = {n["NodeID"]: n.get("NodeManagerAddress", "?") for n in ray.nodes() if n.get("Alive")}
+
+    def where(node: Optional[str]) -> str:
+        return f"{node[:12]} ({names.get(node, '?')})" if node else "an unknown node"
+
+    parts = [f"shard {i} on node {where(n)}" for i, n in enumerate(job.shard_nodes())]
+    parts += [f"{role} {i} on node {where(p.node_id)}" for role, i, p in sup.procs
+              if isinstance(p, RayProcess)]
+    print(f"mxkv launch: {job.placement} placement over {len(names)} node(s): "
+          + ", ".join(parts), file=sys.stderr, flush=True)
 
 
 def _wait_servers(job: Any, sup: Supervisor) -> None:
