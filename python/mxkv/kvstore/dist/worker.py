@@ -312,7 +312,8 @@ class DistKVStore(KVStore):
                 continue
             host = [o for o in outs if isinstance(o._array, np.ndarray)
                     and o._array.flags.c_contiguous]
-            rest = [o for o in outs if o not in host]
+            taken = {id(o) for o in host}   # by identity: == on NDArrays is element-wise
+            rest = [o for o in outs if id(o) not in taken]
             for o in host:
                 flat = o._array.reshape(-1)
                 for p in plan:
