@@ -32,9 +32,13 @@ from .cow import before_write
 
 __all__ = [
     "NDArray",
+    "py_slice",
     "check_same_device_kind",
     "peer_array",
 ]
+
+
+py_slice = slice  # MXNet's name for the builtin slice (mxnet.ndarray.ndarray.py_slice)
 
 
 def _shape_str(shape: tuple) -> str:
