@@ -164,7 +164,10 @@ def p3_order(kv, mx):
     kv.pull([0, 1, 2], out=outs)  # releases the queue, highest priority first
     errors = []
     for bad in (lambda: kv.set_optimizer(mx.optimizer.SGD()),
-                lambda: kv.set_gradient_compression({"type": "2bit"})):
+                lambda: kv.set_gradient_compression({"type": "2bit"}),
+                lambda: kv.push(0, mx.nd.ones((250,)), priority="a"),
+                lambda: kv.pushpull(0, mx.nd.ones((250,)), priority=1.5),
+                lambda: kv.pull(0, out=mx.nd.ones((250,)), priority=None)):
         try:
             bad()
             errors.append(None)
@@ -339,6 +342,8 @@ def test_p3_sends_in_priority_order_and_refuses_what_mxnet_refuses(jobs):
     for mins, errors, sent in results:
         assert mins == [3.0, 3.0, 3.0]
         assert "P3" in errors[0] and "P3" in errors[1]
+        # a priority that is not an int: refused (TypeError, as MXNet), nothing sent
+        assert all("priority must be an int" in e for e in errors[2:]), errors
         # What P3 orders is when messages leave the worker: every slice of
         # key 1 (priority -1), then key 2 (-2), then key 0 (-3). 250, 90 and
         # 400 elements in slices of 100 are 3, 1 and 4 slices.

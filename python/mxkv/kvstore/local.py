@@ -33,7 +33,7 @@ from . import small
 from .base import KVStoreBase
 from .comm import create_comm
 from .compression import GradientCompression
-from .keys import flatten, group, key_name, pair_row_ids
+from .keys import check_priority, flatten, group, key_name, pair_row_ids
 from .locks import KeyLocks
 from .stored import SHARE_MIN_BYTES, StoredValues
 
@@ -101,12 +101,13 @@ class KVStore(KVStoreBase):
 
     # -- validation helpers ---------------------------------------------------
     def _check_key_type(self, is_str: bool, op: str, pairs: list) -> None:
-        if pairs and self._key_is_str is not None and self._key_is_str != is_str:
+        # (an empty key list counts as int keys, as in MXNet)
+        if self._key_is_str is not None and self._key_is_str != (is_str and bool(pairs)):
             have = "str" if self._key_is_str else "int"
-            got = "str" if is_str else "int"
+            what = f"key {key_name(pairs[0][0])} is {'str' if is_str else 'int'}" if pairs \
+                else "an empty key list counts as int keys"
             raise MXNetError(
-                f"{op}: mixed key types are not allowed: key {key_name(pairs[0][0])} is {got} "
-                f"but this store uses {have} keys"
+                f"{op}: mixed key types are not allowed: {what} but this store uses {have} keys"
             )
 
     def _stored(self, key: Any, op: str) -> Any:
@@ -298,6 +299,7 @@ class KVStore(KVStoreBase):
         ``updater(key, merged, stored)`` runs once per key. Values of
         another dtype than the key's are cast to it.
         """
+        check_priority(priority, "push")
         with self._locks.hold(key):
             if self._small and small.push(self, key, value):
                 return
@@ -388,6 +390,7 @@ class KVStore(KVStoreBase):
         of lists), each on its own context and cast to its dtype. Row-sparse
         outs are skipped unless ``ignore_sparse=False``.
         """
+        check_priority(priority, "pull")
         with self._locks.hold(key):
             if self._small and small.pull(self, key, out):
                 return
@@ -396,6 +399,7 @@ class KVStore(KVStoreBase):
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         """Push then pull in one call; ``out`` defaults to ``value``."""
+        check_priority(priority, "pushpull")
         with self._locks.hold(key):
             if self._small and small.pushpull(self, key, value, out):
                 return
@@ -406,6 +410,7 @@ class KVStore(KVStoreBase):
 
     def broadcast(self, key: Any, value: Any, out: Any, priority: int = 0) -> None:
         """Initialize ``key`` with ``value`` and pull it into ``out``."""
+        check_priority(priority, "broadcast")
         locks = self._locks
         with locks.init_lock:
             pairs, is_str = self._validate_init(key, value, "broadcast")
@@ -427,7 +432,7 @@ class KVStore(KVStoreBase):
         if row_ids is None:
             raise MXNetError(f"{op}: row_ids is required")
         pairs, rids, copies = pair_row_ids(key, out, row_ids, op)
-        is_str = isinstance(pairs[0][0], str)
+        is_str = bool(pairs) and isinstance(pairs[0][0], str)
         self._check_key_type(is_str, op, pairs)
         plan = []
         for (k, o), rid in zip(pairs, rids):
@@ -448,7 +453,7 @@ class KVStore(KVStoreBase):
                 raise MXNetError(f"{op}: row id {int(bad)} is out of range for key "
                                  f"{key_name(k)} of shape {stored.shape}")
             plan.append((k, o, ids))
-        first = pairs[0][1]
+        first = pairs[0][1] if pairs else None
         for c in copies:
             if not isinstance(c, NDArray) or c.shape != first.shape:
                 raise MXNetError(f"{op}: every out must have shape {first.shape}, got "
@@ -464,6 +469,7 @@ class KVStore(KVStoreBase):
         NDArray (or a list of one) for one key: the first out is pulled and
         copied into the others. Duplicated or unsorted ids are allowed.
         """
+        check_priority(priority, "row_sparse_pull")
         with self._locks.hold(key):
             plan, copies = self._validate_row_sparse_pull(key, out, row_ids)
             self._apply_row_sparse_pull(plan)

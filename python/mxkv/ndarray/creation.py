@@ -2,11 +2,12 @@
 ``arange`` and the ``*_like`` helpers, with MXNet 1.9's dtype defaults."""
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 
-from ..base import MXNetMemoryError
+from ..base import MXNetError, MXNetMemoryError, numeric_types
 from ..context import Context, xp_for
 from ._util import (
     MXNetTypeError,
@@ -71,11 +72,14 @@ def _filled(shape: Any, ctx: Any, dtype: Any, fill: Any) -> NDArray:
             else:
                 arr = xp.full(shape, _scalar_for(dt, fill) if dt.kind in "iu" else fill,
                               dtype=dt)
+    except (TypeError, ValueError) as exc:
+        if isinstance(fill, numeric_types) or "too big" in str(exc) or "maximum" in str(exc):
+            if isinstance(exc, TypeError):
+                raise
+            raise _too_big(shape, dt, ctx) from None
+        raise MXNetTypeError(f"full: the fill value must be a number, got "
+                             f"{type(fill).__name__} ({fill!r})") from None
     except MemoryError:
-        raise _too_big(shape, dt, ctx) from None
-    except ValueError as exc:
-        if "too big" not in str(exc) and "maximum" not in str(exc):
-            raise
         raise _too_big(shape, dt, ctx) from None
     return NDArray(arr, ctx)
 
@@ -114,7 +118,10 @@ def eye(N: int, M: int = 0, k: int = 0, ctx: Context | None = None, dtype: Any =
         **kwargs: Any) -> NDArray:
     """A 2-D array with ones on diagonal ``k`` and zeros elsewhere (``M=0``: square)."""
     ctx = _ctx_arg(ctx)
-    host = np.eye(int(N), int(M) if M else None, int(k), dtype=normalize_dtype(dtype))
+    dims = _whole("eye", N=N, M=M, k=k)
+    if dims["N"] < 0 or dims["M"] < 0:
+        raise MXNetValueError(f"eye: N and M must not be negative, got N={N}, M={M}")
+    host = np.eye(dims["N"], dims["M"] or None, dims["k"], dtype=normalize_dtype(dtype))
     return NDArray(host if ctx.device_typeid != 2 else to_device(host, ctx), ctx)
 
 
@@ -130,17 +137,42 @@ def empty(shape: Any, ctx: Context | None = None, dtype: Any = None,
 def full(shape: Any, val: Any, ctx: Context | None = None, dtype: Any = None,
          out: NDArray | None = None) -> NDArray:
     """An array filled with ``val`` (written into ``out`` when given)."""
+    if val is None or isinstance(val, (str, bytes)):
+        raise MXNetTypeError(f"full: the fill value must be a number, got "
+                             f"{type(val).__name__} ({val!r})")
     if out is not None:
         out[:] = val
         return out
     return _filled(shape, ctx, dtype, val)
 
 
+def _whole(op: str, **args: Any) -> dict:
+    out = {}
+    for name, v in args.items():
+        try:
+            out[name] = int(v) if isinstance(v, (float, np.floating)) and float(v).is_integer() \
+                else operator.index(v)
+        except TypeError:
+            raise MXNetTypeError(f"{op}: {name} must be an int, got {type(v).__name__} "
+                                 f"({v!r})") from None
+    return out
+
+
+def _check_nd(op: str, data: Any) -> None:
+    if not isinstance(data, NDArray):
+        raise MXNetTypeError(f"{op}: argument data must have NDArray type, but got "
+                             f"{type(data).__name__} ({data!r})")
+
+
 def zeros_like(data: NDArray) -> NDArray:
+    """Zeros of ``data``'s shape, dtype, context and storage type."""
+    _check_nd("zeros_like", data)
     return zeros(data.shape, ctx=data.context, dtype=data.dtype, stype=data.stype)
 
 
 def ones_like(data: NDArray) -> NDArray:
+    """Ones of ``data``'s shape, dtype and context."""
+    _check_nd("ones_like", data)
     return ones(data.shape, ctx=data.context, dtype=data.dtype)
 
 
@@ -149,6 +181,9 @@ def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: i
     """Evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times."""
     ctx = _ctx_arg(ctx)
     dt = normalize_dtype(dtype)
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if not (isinstance(v, numeric_types) or (v is None and name == "stop")):
+            raise MXNetError(f"arange: {name} must be a number, got {type(v).__name__} ({v!r})")
     if step == 0:
         raise MXNetValueError("arange: step must not be 0")
     host = np.arange(start, stop, step, dtype=np.float64).astype(dt)

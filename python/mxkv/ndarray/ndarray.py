@@ -9,6 +9,7 @@ contexts never share memory: each cross-context operation copies.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,15 @@ __all__ = [
 
 
 py_slice = slice  # MXNet's name for the builtin slice (mxnet.ndarray.ndarray.py_slice)
+
+
+def _int_dims(shape: Any) -> tuple:
+    """``shape`` as a tuple of ints; anything but ints (or what has ``__index__``)
+    is refused with TypeError, as MXNet's ctypes conversion refuses it."""
+    try:
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise MXNetTypeError(f"reshape: shape {shape!r} must be a sequence of ints") from None
 
 
 def _shape_str(shape: tuple) -> str:
@@ -291,7 +301,7 @@ class NDArray:
         if kwargs:
             raise MXNetTypeError(f"reshape got unexpected arguments {sorted(kwargs)}; "
                                  f"accepted are 'shape' and 'reverse'")
-        dims = _infer_reshape(tuple(int(d) for d in shape), self.shape, reverse)
+        dims = _infer_reshape(_int_dims(shape), self.shape, reverse)
         if int(np.prod(dims)) != self.size:
             raise MXNetValueError(f"cannot reshape an array of shape {self.shape} "
                                   f"into shape {tuple(shape)}")
@@ -324,7 +334,14 @@ class NDArray:
             try:
                 res = self._array[idx]
             except IndexError as exc:
+                if str(exc).startswith("only integers"):  # a key of no index type: as MXNet
+                    raise MXNetValueError(f"NDArray does not support slicing with key {key!r} "
+                                          f"of type {type(key)}") from None
                 raise MXNetIndexError(f"{exc} (NDArray of shape {self.shape})") from None
+            except (ValueError, TypeError) as exc:  # (a zero step...)
+                cls = MXNetTypeError if isinstance(exc, TypeError) else MXNetValueError
+                raise cls(f"NDArray does not support slicing with key {key!r} of type "
+                          f"{type(key)}: {exc}") from None
             if res.ndim == 0:
                 # full integer indexing: MXNet returns a shape-(1,) view
                 ints = idx if isinstance(idx, tuple) else (idx,)

@@ -436,6 +436,9 @@ def row_sparse_array(arg1: Any, shape: Any = None, ctx: Context | None = None,
         dt = _source_dtype(src_data, dtype)
         data = _host_or_xp(src_data, dt)
         idx = _host_or_xp(src_idx, None)
+        for what, a in (("data", data), ("indices", idx)):
+            if a.dtype.kind not in "biuf":
+                raise MXNetTypeError(f"row_sparse {what} must be numbers, got dtype {a.dtype}")
         if data.ndim < 1 or idx.ndim != 1 or data.shape[0] != idx.shape[0]:
             raise MXNetValueError(f"row_sparse data of shape {tuple(data.shape)} needs one "
                                   f"index per row, got indices of shape {tuple(idx.shape)}")
