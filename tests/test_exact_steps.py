@@ -36,3 +36,19 @@ def test_optimizer_matches_mxnet_bit_for_bit_over_200_steps(case):
 
 def test_every_golden_case_has_a_case():
     assert set(GOLDEN["optimizers"]) == {c["name"] for c in ex.OPTIMIZER_CASES}
+
+
+@pytest.mark.parametrize("case", ex.OPERATOR_CASES, ids=[c["name"] for c in ex.OPERATOR_CASES])
+def test_update_operator_matches_mxnet_bit_for_bit(case):
+    want = GOLDEN["operators"][case["name"]]
+    got = ex.run_operator(mx, case)
+    assert got["weight"] == want["weight"], _first_difference(want["weight"], got["weight"],
+                                                              case["dtype"])
+    assert got["result"] == want["result"]
+    assert got["states"] == want["states"], [
+        _first_difference(w, g, "float32" if case["mp"] else case["dtype"])
+        for w, g in zip(want["states"], got["states"]) if w != g]
+
+
+def test_every_golden_operator_case_has_a_case():
+    assert set(GOLDEN["operators"]) == {c["name"] for c in ex.OPERATOR_CASES}

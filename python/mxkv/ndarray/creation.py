@@ -2,6 +2,7 @@
 ``arange`` and the ``*_like`` helpers, with MXNet 1.9's dtype defaults."""
 from __future__ import annotations
 
+import ctypes
 import operator
 from typing import Any
 
@@ -12,6 +13,7 @@ from ..context import Context, xp_for
 from ._util import (
     MXNetTypeError,
     MXNetValueError,
+    check_wrappable,
     device_scope,
     is_host,
     normalize_dtype,
@@ -20,8 +22,8 @@ from ._util import (
 )
 from .ndarray import NDArray, _ctx_arg, _scalar_for
 
-__all__ = ["arange", "array", "empty", "eye", "from_xp", "full", "ones", "ones_like", "zeros",
-           "zeros_like"]
+__all__ = ["arange", "array", "empty", "eye", "from_numpy", "from_xp", "full", "ones",
+           "ones_like", "zeros", "zeros_like"]
 
 
 def from_xp(array: Any, ctx: Context) -> NDArray:
@@ -56,6 +58,40 @@ def array(source_array: Any, ctx: Context | None = None, dtype: Any = None) -> N
         raise MXNetTypeError(f"source_array must be array like object, got "
                              f"{type(source_array).__name__}: {exc}") from None
     return NDArray(host if not ctx.uses_cupy else to_device(host, ctx), ctx)
+
+
+def from_numpy(ndarray: np.ndarray, zero_copy: bool = True, array_cls: Any = None) -> NDArray:
+    """An NDArray on ``cpu(0)`` backed by a numpy array, as MXNet's ``from_numpy``.
+
+    With ``zero_copy`` (the default) the NDArray shares ``ndarray``'s memory
+    and ``ndarray`` becomes read-only (as MXNet makes it), so only the NDArray
+    writes it and the store's copy-on-write sees every write; the array must
+    be C-contiguous (``ValueError`` otherwise). Without, it is copied, keeping
+    its dtype.
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise MXNetTypeError(f"from_numpy expects a numpy.ndarray, got {type(ndarray).__name__}")
+    if not zero_copy:
+        return array(ndarray, dtype=ndarray.dtype)
+    if not ndarray.flags["C_CONTIGUOUS"]:
+        raise MXNetValueError("Only c-contiguous arrays are supported for zero-copy")
+    ctx = _ctx_arg(None).__class__("cpu", 0)
+    check_wrappable(ndarray, ctx)
+    alias = _writable_alias(ndarray)
+    ndarray.flags["WRITEABLE"] = False
+    return NDArray(alias, ctx)
+
+
+def _writable_alias(ndarray: np.ndarray) -> np.ndarray:
+    """A writable array over ``ndarray``'s memory (which may already be read-only,
+    from an earlier ``from_numpy``), keeping ``ndarray`` alive."""
+    if ndarray.flags.writeable:
+        return ndarray.view()  # made before the flag goes: it stays writable
+    if not ndarray.size:
+        return np.empty(ndarray.shape, ndarray.dtype)
+    buf = (ctypes.c_char * ndarray.nbytes).from_address(ndarray.ctypes.data)
+    buf._owner = ndarray
+    return np.frombuffer(buf, dtype=ndarray.dtype).reshape(ndarray.shape)
 
 
 def _filled(shape: Any, ctx: Any, dtype: Any, fill: Any) -> NDArray:

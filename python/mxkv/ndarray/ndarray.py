@@ -478,6 +478,22 @@ class NDArray:
         from . import ops
         return ops.sum(self, axis=axis, keepdims=keepdims)
 
+    def max(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        from . import reduce
+        return reduce.max(self, axis=axis, keepdims=keepdims, exclude=exclude)
+
+    def min(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        from . import reduce
+        return reduce.min(self, axis=axis, keepdims=keepdims, exclude=exclude)
+
+    def mean(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        from . import reduce
+        return reduce.mean(self, axis=axis, keepdims=keepdims, exclude=exclude)
+
+    def prod(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        from . import reduce
+        return reduce.prod(self, axis=axis, keepdims=keepdims, exclude=exclude)
+
     def norm(self, ord: int = 2, axis=None, keepdims: bool = False) -> NDArray:
         from . import ops
         return ops.norm(self, ord=ord, axis=axis, keepdims=keepdims)
