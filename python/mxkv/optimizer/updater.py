@@ -276,9 +276,10 @@ class Updater:
             Also save the optimizer: its learning rate, scheduler, update
             counts and multipliers.
         """
+        from .states_writer import dumps
         with self._lock:
-            frozen = _freeze(self.states)
-        return pickle.dumps((frozen, self.optimizer) if dump_optimizer else frozen)
+            states = dict(self.states)
+            return dumps((states, self.optimizer) if dump_optimizer else states)
 
 
 def get_updater(optimizer: Optimizer) -> Updater:
