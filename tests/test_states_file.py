@@ -286,3 +286,12 @@ def test_every_flipped_byte_of_an_mxkv_states_file_is_caught(trained, tmp_path):
         bad[i] ^= 0x10
         with pytest.raises(MXNetIOError, match="corrupted"):
             read_states(bytes(bad), "flipped")
+
+
+def test_states_files_of_earlier_mxkv_versions_still_load():
+    # mxkv before MXNet's format pickled each array as a _SavedArray record
+    opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9)
+    old = pickle.dumps(({3: _SavedArray(mx.nd.array([0.5, -1.0]))}, opt))
+    loaded = read_states(old, "old file")
+    assert loaded.states[3].asnumpy().tolist() == [0.5, -1.0]
+    assert isinstance(loaded.optimizer, mx.optimizer.SGD) and loaded.optimizer.momentum == 0.9
