@@ -37,6 +37,7 @@ from ...base import MXNetError
 from ...context import cpu
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
+from ...optimizer.states_file import restricted_loads
 from ..compression import GradientCompression
 from ..local import KVStore
 from .checkpoint import CheckpointWriter, checkpoint_path, copy_state, load_checkpoint
@@ -160,7 +161,7 @@ class ServerShard:
         if state.get("gc"):
             self.gc = GradientCompression.create(state["gc"])
         if state.get("updater_states") is not None:
-            _, optimizer = pickle.loads(state["updater_states"])
+            _, optimizer = restricted_loads(state["updater_states"])  # (MXNet's format)
             self.kv.set_optimizer(optimizer)
             self.kv._updater.set_states(state["updater_states"])
         elif state.get("updater_blob") is not None:
@@ -367,7 +368,7 @@ class ServerShard:
             print(f"server shard {self.index}: unknown command ({head}, {body!r})")
 
     def _load_states(self, blob: bytes) -> None:
-        loaded = pickle.loads(blob)
+        loaded = restricted_loads(blob)  # (MXNet's format: names MXNet's classes)
         if isinstance(loaded, tuple) and len(loaded) == 2:
             self.kv.set_optimizer(loaded[1])
             self.updater_blob = None
