@@ -215,6 +215,28 @@ def test_init_takes_rank_0s_values(jobs):
         assert lo == hi == 1.0
 
 
+def push_the_same_array_three_times(kv, mx):
+    kv.init("p", mx.nd.zeros((3,)))
+    a = mx.nd.ones((3,)) * (kv.rank + 1)
+    pulled = []
+    for _ in range(3):
+        kv.push("p", a)
+        o = mx.nd.zeros((3,))
+        kv.pull("p", out=o)
+        pulled.append(float(o.asnumpy()[0]))
+    return pulled, a.asnumpy().tolist()
+
+
+def test_a_pull_never_writes_into_the_pushed_array(jobs):
+    # A deviation (docs/parity.md): MXNet's dist stores pull into the array a
+    # one-device push handed over, so pushing it again sends the last pull
+    # (3, 6, 12 with 2 workers); mxkv's pushed array stays what it was.
+    job = jobs.job(2, 1)
+    for rank, (pulled, a) in enumerate(jobs.run(job, push_the_same_array_three_times)):
+        assert pulled == [3.0, 3.0, 3.0]
+        assert a == [rank + 1.0] * 3
+
+
 def test_optimizer_on_the_servers_equals_a_local_store(jobs):
     shapes = [(3, 4), (200,), (5,)]
     job = jobs.job(2, 2)
