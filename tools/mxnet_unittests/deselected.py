@@ -1,7 +1,7 @@
 """MXNet 1.9.1 unit tests not run against mxkv, each with why.
 
 Every entry tests something mxkv does not claim: symbols and Module, autograd,
-gluon, csr storage, the ``nd.*_update`` operators, numpy-shape mode, or an
+gluon, csr storage, numpy-shape mode, or an
 NDArray operator outside the subset ``docs/ndarray.md`` lists (mxkv's NDArray
 is what a KVStore user and the optimizers need, not MXNet's operator library).
 Tests that loop over storage types still run, with 'csr' dropped from the
@@ -38,7 +38,6 @@ DESELECTED: dict[str, str] = {
     "test_ndarray.py::test_ndarray_indexing": "autograd: every index is also checked through "
                                              "attach_grad/record/backward (indexing itself is "
                                              "tested in tests/test_ndarray.py)",
-    "test_ndarray.py::test_dlpack": "DLPack export/import",
     "test_ndarray.py::test_ndarray_is_inf": _OP + "contrib.isinf",
     "test_ndarray.py::test_ndarray_is_finite": _OP + "contrib.isfinite",
     "test_ndarray.py::test_ndarray_is_nan": _OP + "contrib.isnan",

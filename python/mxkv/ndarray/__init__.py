@@ -6,7 +6,7 @@ copied or shared.
 """
 from __future__ import annotations
 
-from . import creation, io, ndarray, ops, random, reduce, sparse
+from . import creation, dlpack, io, ndarray, ops, random, reduce, sparse
 from .creation import (
     arange,
     array,
@@ -19,6 +19,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
 from .io import load, load_frombuffer, save
 from .ndarray import NDArray
 from .ops import (
@@ -80,7 +81,9 @@ __all__ = [
     "concatenate",
     "elemwise_add",
     "empty",
+    "dlpack",
     "eye",
+    "from_dlpack",
     "from_numpy",
     "full",
     "io",
@@ -108,6 +111,8 @@ __all__ = [
     "sqrt",
     "square",
     "sum",
+    "to_dlpack_for_read",
+    "to_dlpack_for_write",
     "tostype",
     "waitall",
     "zeros",

@@ -478,6 +478,26 @@ class NDArray:
         from . import ops
         return ops.sum(self, axis=axis, keepdims=keepdims)
 
+    # ------------------------------------------------------------------ DLPack
+    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
+        """The DLPack capsule of this array's memory (shared, not copied)."""
+        return self._array.__dlpack__(stream=stream, **kwargs) if stream is not None \
+            or kwargs else self._array.__dlpack__()
+
+    def __dlpack_device__(self) -> tuple:
+        """``(device type, device id)`` as DLPack numbers them (1: CPU, 2: CUDA)."""
+        return self._array.__dlpack_device__()
+
+    def to_dlpack_for_read(self) -> Any:
+        """A DLPack capsule of this array's memory, for reading."""
+        from .dlpack import to_dlpack_for_read
+        return to_dlpack_for_read(self)
+
+    def to_dlpack_for_write(self) -> Any:
+        """A DLPack capsule of this array's memory, for writing through it."""
+        from .dlpack import to_dlpack_for_write
+        return to_dlpack_for_write(self)
+
     def max(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         from . import reduce
         return reduce.max(self, axis=axis, keepdims=keepdims, exclude=exclude)
