@@ -186,7 +186,10 @@ def p3_order(kv, mx):
     kv.pull([0, 1, 2], out=outs)  # releases the queue, highest priority first
     errors = []
     for bad in (lambda: kv.set_optimizer(mx.optimizer.SGD()),
-                lambda: kv.set_gradient_compression({"type": "2bit"})):
+                lambda: kv.set_gradient_compression({"type": "2bit"}),
+                lambda: kv.push(0, mx.nd.ones((250,)), priority="a"),
+                lambda: kv.pushpull(0, mx.nd.ones((250,)), priority=1.5),
+                lambda: kv.pull(0, out=mx.nd.ones((250,)), priority=None)):
         try:
             bad()
             errors.append(None)
@@ -278,6 +281,28 @@ def test_init_takes_rank_0s_values(jobs):
     for a, lo, hi in jobs.run(job, init_from_rank0, env=SPLIT):
         assert a == [[7.0, 7.0], [7.0, 7.0]]
         assert lo == hi == 1.0
+
+
+def push_the_same_array_three_times(kv, mx):
+    kv.init("p", mx.nd.zeros((3,)))
+    a = mx.nd.ones((3,)) * (kv.rank + 1)
+    pulled = []
+    for _ in range(3):
+        kv.push("p", a)
+        o = mx.nd.zeros((3,))
+        kv.pull("p", out=o)
+        pulled.append(float(o.asnumpy()[0]))
+    return pulled, a.asnumpy().tolist()
+
+
+def test_a_pull_never_writes_into_the_pushed_array(jobs):
+    # A deviation (docs/parity.md): MXNet's dist stores pull into the array a
+    # one-device push handed over, so pushing it again sends the last pull
+    # (3, 6, 12 with 2 workers); mxkv's pushed array stays what it was.
+    job = jobs.job(2, 1)
+    for rank, (pulled, a) in enumerate(jobs.run(job, push_the_same_array_three_times)):
+        assert pulled == [3.0, 3.0, 3.0]
+        assert a == [rank + 1.0] * 3
 
 
 def test_optimizer_on_the_servers_equals_a_local_store(jobs):
@@ -407,6 +432,8 @@ def test_p3_sends_in_priority_order_and_refuses_what_mxnet_refuses(jobs):
     for mins, errors, sent in results:
         assert mins == [3.0, 3.0, 3.0]
         assert "P3" in errors[0] and "P3" in errors[1]
+        # a priority that is not an int: refused (TypeError, as MXNet), nothing sent
+        assert all("priority must be an int" in e for e in errors[2:]), errors
         # What P3 orders is when messages leave the worker: every slice of
         # key 1 (priority -1), then key 2 (-2), then key 0 (-3). 250, 90 and
         # 400 elements in slices of 100 are 3, 1 and 4 slices.

@@ -32,7 +32,7 @@ from ..ndarray.sparse import RowSparseNDArray
 from .base import KVStoreBase, _local_comm, mark_closed, register_family
 from .comm import create_comm
 from .compression import GradientCompression
-from .keys import flatten, group, key_name, pair_row_ids
+from .keys import check_priority, flatten, group, key_name, pair_row_ids
 from .locks import KeyLocks
 from .small import SmallKeys
 from .stored import SHARE_MIN_BYTES, StoredValues
@@ -105,12 +105,13 @@ class KVStore(KVStoreBase):
 
     # -- validation helpers ---------------------------------------------------
     def _check_key_type(self, is_str: bool, op: str, pairs: list) -> None:
-        if pairs and self._key_is_str is not None and self._key_is_str != is_str:
+        # (an empty key list counts as int keys, as in MXNet)
+        if self._key_is_str is not None and self._key_is_str != (is_str and bool(pairs)):
             have = "str" if self._key_is_str else "int"
-            got = "str" if is_str else "int"
+            what = f"key {key_name(pairs[0][0])} is {'str' if is_str else 'int'}" if pairs \
+                else "an empty key list counts as int keys"
             raise MXNetError(
-                f"{op}: mixed key types are not allowed: key {key_name(pairs[0][0])} is {got} "
-                f"but this store uses {have} keys"
+                f"{op}: mixed key types are not allowed: {what} but this store uses {have} keys"
             )
 
     def _stored(self, key: Any, op: str) -> Any:
@@ -343,6 +344,7 @@ class KVStore(KVStoreBase):
         >>> a.asnumpy()[0]
         array([4., 4., 4.], dtype=float32)
         """
+        check_priority(priority, "push")
         with self._locks.hold(key):
             if self._small is not None and self._small.push(key, value):
                 return
@@ -453,6 +455,7 @@ class KVStore(KVStoreBase):
         >>> [o.asnumpy().tolist() for o in outs]
         [[7.0, 7.0, 7.0], [7.0, 7.0, 7.0]]
         """
+        check_priority(priority, "pull")
         with self._locks.hold(key):
             if self._small is not None and self._small.pull(key, out):
                 return
@@ -478,6 +481,7 @@ class KVStore(KVStoreBase):
         >>> grads[1].asnumpy()
         array([3., 3.], dtype=float32)
         """
+        check_priority(priority, "pushpull")
         with self._locks.hold(key):
             if self._small is not None and \
                     self._small.pushpull(key, value, out, self._apply_pull):
@@ -489,6 +493,7 @@ class KVStore(KVStoreBase):
 
     def broadcast(self, key: Any, value: Any, out: Any, priority: int = 0) -> None:
         """Initialize ``key`` with ``value`` and pull it into ``out``."""
+        check_priority(priority, "broadcast")
         locks = self._locks
         with locks.init_lock:
             pairs, is_str = self._validate_init(key, value, "broadcast")
@@ -510,7 +515,7 @@ class KVStore(KVStoreBase):
         if row_ids is None:
             raise MXNetError(f"{op}: row_ids is required")
         pairs, rids, copies = pair_row_ids(key, out, row_ids, op)
-        is_str = isinstance(pairs[0][0], str)
+        is_str = bool(pairs) and isinstance(pairs[0][0], str)
         self._check_key_type(is_str, op, pairs)
         plan = []
         for (k, o), rid in zip(pairs, rids):
@@ -531,7 +536,7 @@ class KVStore(KVStoreBase):
                 raise MXNetError(f"{op}: row id {int(bad)} is out of range for key "
                                  f"{key_name(k)} of shape {stored.shape}")
             plan.append((k, o, ids))
-        first = pairs[0][1]
+        first = pairs[0][1] if pairs else None
         for c in copies:
             if not isinstance(c, NDArray) or c.shape != first.shape:
                 raise MXNetError(f"{op}: every out must have shape {first.shape}, got "
@@ -557,6 +562,7 @@ class KVStore(KVStoreBase):
         (array([0, 2]), array([[1., 1.],
                [3., 3.]], dtype=float32))
         """
+        check_priority(priority, "row_sparse_pull")
         with self._locks.hold(key):
             plan, copies = self._validate_row_sparse_pull(key, out, row_ids)
             self._apply_row_sparse_pull(plan)

@@ -9,6 +9,7 @@ contexts never share memory: each cross-context operation copies.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -32,9 +33,22 @@ from .cow import before_write
 
 __all__ = [
     "NDArray",
+    "py_slice",
     "check_same_device_kind",
     "peer_array",
 ]
+
+
+py_slice = slice  # MXNet's name for the builtin slice (mxnet.ndarray.ndarray.py_slice)
+
+
+def _int_dims(shape: Any) -> tuple:
+    """``shape`` as a tuple of ints; anything but ints (or what has ``__index__``)
+    is refused with TypeError, as MXNet's ctypes conversion refuses it."""
+    try:
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise MXNetTypeError(f"reshape: shape {shape!r} must be a sequence of ints") from None
 
 
 def _shape_str(shape: tuple) -> str:
@@ -298,7 +312,7 @@ class NDArray:
         if kwargs:
             raise MXNetTypeError(f"reshape got unexpected arguments {sorted(kwargs)}; "
                                  f"accepted are 'shape' and 'reverse'")
-        dims = _infer_reshape(tuple(int(d) for d in shape), self.shape, reverse)
+        dims = _infer_reshape(_int_dims(shape), self.shape, reverse)
         if int(np.prod(dims)) != self.size:
             raise MXNetValueError(f"cannot reshape an array of shape {self.shape} "
                                   f"into shape {tuple(shape)}")
@@ -331,7 +345,14 @@ class NDArray:
             try:
                 res = self._array[idx]
             except IndexError as exc:
+                if str(exc).startswith("only integers"):  # a key of no index type: as MXNet
+                    raise MXNetValueError(f"NDArray does not support slicing with key {key!r} "
+                                          f"of type {type(key)}") from None
                 raise MXNetIndexError(f"{exc} (NDArray of shape {self.shape})") from None
+            except (ValueError, TypeError) as exc:  # (a zero step...)
+                cls = MXNetTypeError if isinstance(exc, TypeError) else MXNetValueError
+                raise cls(f"NDArray does not support slicing with key {key!r} of type "
+                          f"{type(key)}: {exc}") from None
             if res.ndim == 0:
                 # full integer indexing: MXNet returns a shape-(1,) view
                 ints = idx if isinstance(idx, tuple) else (idx,)
@@ -467,6 +488,42 @@ class NDArray:
     def sum(self, axis=None, keepdims: bool = False) -> NDArray:
         from . import ops
         return ops.sum(self, axis=axis, keepdims=keepdims)
+
+    # ------------------------------------------------------------------ DLPack
+    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
+        """The DLPack capsule of this array's memory (shared, not copied)."""
+        return self._array.__dlpack__(stream=stream, **kwargs) if stream is not None \
+            or kwargs else self._array.__dlpack__()
+
+    def __dlpack_device__(self) -> tuple:
+        """``(device type, device id)`` as DLPack numbers them (1: CPU, 2: CUDA)."""
+        return self._array.__dlpack_device__()
+
+    def to_dlpack_for_read(self) -> Any:
+        """A DLPack capsule of this array's memory, for reading."""
+        from .dlpack import to_dlpack_for_read
+        return to_dlpack_for_read(self)
+
+    def to_dlpack_for_write(self) -> Any:
+        """A DLPack capsule of this array's memory, for writing through it."""
+        from .dlpack import to_dlpack_for_write
+        return to_dlpack_for_write(self)
+
+    def max(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        from . import reduce
+        return reduce.max(self, axis=axis, keepdims=keepdims, exclude=exclude)
+
+    def min(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        from . import reduce
+        return reduce.min(self, axis=axis, keepdims=keepdims, exclude=exclude)
+
+    def mean(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        from . import reduce
+        return reduce.mean(self, axis=axis, keepdims=keepdims, exclude=exclude)
+
+    def prod(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        from . import reduce
+        return reduce.prod(self, axis=axis, keepdims=keepdims, exclude=exclude)
 
     def norm(self, ord: int = 2, axis=None, keepdims: bool = False) -> NDArray:
         from . import ops

@@ -113,6 +113,10 @@ def negative(data: NDArray, out: NDArray | None = None) -> NDArray:
 def clip(data: NDArray, a_min: float, a_max: float, out: NDArray | None = None) -> NDArray:
     """Clip values into ``[a_min, a_max]``."""
     data = _dense(data, "clip")
+    for name, v in (("a_min", a_min), ("a_max", a_max)):
+        if not isinstance(v, numeric_types):
+            raise MXNetError(f"clip: invalid parameter format for {name}: expected a float, "
+                             f"got {type(v).__name__} ({v!r})")
     if a_min > a_max:
         raise MXNetValueError(f"clip: a_min {a_min} is greater than a_max {a_max}")
     xp = data._xp()

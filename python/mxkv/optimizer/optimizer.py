@@ -309,6 +309,10 @@ class Optimizer:
                 lr = self.lr_scheduler(self.num_update)
         else:
             lr = self.lr
+        return self._with_lr_mults(lr, indices)
+
+    def _with_lr_mults(self, lr: float, indices: Sequence[Index]) -> list[float]:
+        """``lr`` times each index's multiplier."""
         lrs = [lr for _ in indices]
         for i, index in enumerate(indices):
             if index in self.param_dict:

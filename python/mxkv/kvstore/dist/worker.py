@@ -29,7 +29,7 @@ from ...fileio import atomic_write, read_bytes
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
 from ..base import _local_comm
-from ..keys import key_name
+from ..keys import check_priority, key_name
 from ..local import KVStore
 from .channel import Call, Channel, Message
 from .job import NAMESPACE, JobEnv, connect, coordinator_name, host_label
@@ -260,6 +260,7 @@ class DistKVStore(KVStore):
         round, then apply the optimizer (or store the sum). ``dist_async``:
         each push is applied with the optimizer when it arrives.
         """
+        check_priority(priority, "push")
         with self._locks.hold(key):
             grouped = self._validate_push(key, value, "push")
             self._apply_push(grouped, priority)
@@ -334,6 +335,7 @@ class DistKVStore(KVStore):
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         """Push then pull in one call; ``out`` defaults to ``value``."""
+        check_priority(priority, "pushpull")
         with self._locks.hold(key):
             grouped = self._validate_push(key, value, "pushpull")
             pulls = self._validate_pull(key, value if out is None else out, "pushpull", True)
