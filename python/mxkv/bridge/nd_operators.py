@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -29,11 +29,14 @@ __all__ = ["OPERATORS", "Operator", "invoke", "onehot_encode"]
 
 @dataclass(frozen=True)
 class Operator:
-    """One operator: ``inputs`` NDArrays, then ``params`` (MXNet's order)."""
+    """One operator: ``inputs`` NDArrays, then ``params`` (MXNet's order).
+    ``dtype(params, first_input_dtype)`` gives the result's dtype when it is
+    not the first input's (``cast``, ``one_hot``)."""
 
     inputs: int
     params: Tuple[str, ...]
     host: Callable[..., Any]
+    dtype: Optional[Callable[[dict, np.dtype], np.dtype]] = None
 
 
 def _axes(axis: Any, ndim: int, exclude: bool = False):
@@ -175,11 +178,17 @@ def _on_host(mx, name: str, op: Operator, inputs: List[Any], params: dict):
     first = inputs[0]
     dtype = np.dtype(first.dtype)
     out_dtype = params.get("out_dtype") if name == "norm" else None
+    if op.dtype is not None:
+        dtype = op.dtype(params, dtype)
+    elif out_dtype:
+        dtype = np.dtype(out_dtype)
     hosts = [a.asnumpy() if getattr(a, "stype", "default") == "default"
              else a.tostype("default").asnumpy() for a in inputs]
     with np.errstate(all="ignore"):
         res = np.asarray(op.host(*hosts, **params))
-    res = res.astype(np.dtype(out_dtype) if out_dtype else dtype)
+    if res.dtype != dtype:
+        res = (nd_shape_ops._cast(res, dtype) if res.dtype.kind == "f" and dtype.kind in "iu"
+               else res.astype(dtype))
     if res.ndim == 0:
         res = res.reshape(1)
     return mx.nd.array(res, ctx=first.context, dtype=res.dtype)
@@ -220,3 +229,14 @@ def onehot_encode(mx, indices, out):
     res[np.arange(idx.size), idx] = 1
     out[:] = mx.nd.array(res, ctx=out.context, dtype=res.dtype)
     return out
+
+
+# The operators a training step needs live beside this table, one concept a
+# file; they build on the helpers above.
+from . import nd_nn_ops, nd_shape_ops  # noqa: E402
+
+OPERATORS.update(nd_shape_ops.OPERATORS)
+OPERATORS.update(nd_nn_ops.OPERATORS)
+# The random engine operations (random.seed, random.draw, random.invoke)
+# register themselves on import, beside the operators.
+from . import random_ops  # noqa: E402,F401
