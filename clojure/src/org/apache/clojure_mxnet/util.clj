@@ -9,7 +9,8 @@
    the bridge's Java classes."
   (conj (mapv #(str "org.apache.clojure_mxnet." % "$")
               ["base" "bridge" "context" "dtype" "kvstore" "kvstore_server" "lr_scheduler"
-               "ndarray" "optimizer" "resource_scope" "shape" "util"])
+               "ndarray" "optimizer" "resource_scope" "shape" "util"
+               "random" "ndarray_api" "ndarray_random_api"])
         "org.apache.clojure_mxnet.bridge."))
 
 (defn- internal-frame? [^StackTraceElement f]
