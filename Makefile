@@ -81,7 +81,7 @@ gpu-check:
 
 # Fails on any finding; CI runs it before the tests.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check python tests tools benchmarks interop-tests setup.py
+	$(VENV)/bin/ruff check python tests tools benchmarks interop-tests examples setup.py
 
 clean:
 	rm -rf $(VENV) clojure/classes build python/*.egg-info python/mxkv/_clojure
