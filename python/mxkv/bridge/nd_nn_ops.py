@@ -1,5 +1,6 @@
 """The operators of a training step's arithmetic, as MXNet 1.9 defines them:
-``softmax`` and ``log_softmax``, ``Activation`` (and ``relu``, ``sigmoid``,
+``softmax``, ``log_softmax``, ``SoftmaxActivation``, ``SoftmaxOutput``
+(its forward pass), ``Activation`` (and ``relu``, ``sigmoid``,
 ``tanh``), ``mean``, and the ``broadcast_*`` family.
 
 Host (numpy) versions, merged into :data:`nd_operators.OPERATORS`; each
@@ -32,6 +33,25 @@ def _softmax(x, axis=-1, temperature=None, dtype=None, use_length=False, log=Fal
 
 def _log_softmax(x, axis=-1, temperature=None, dtype=None, use_length=False):
     return _softmax(x, axis, temperature, dtype, use_length, log=True)
+
+
+def _softmax_activation(x, mode="instance"):
+    if mode == "channel":
+        return _softmax(x, axis=1)
+    if mode != "instance":
+        raise MXNetValueError(f"SoftmaxActivation: mode must be instance or channel, got {mode!r}")
+    return _softmax(x.reshape(x.shape[0], -1), axis=1).reshape(x.shape)
+
+
+def _softmax_output(data, label, grad_scale=1.0, ignore_label=-1.0, multi_output=False,
+                    use_ignore=False, preserve_shape=False, normalization="null",
+                    out_grad=False, smooth_alpha=0.0):
+    # The forward pass: the label and the gradient options only shape the backward one.
+    if multi_output:
+        return _softmax(data, axis=1)
+    if preserve_shape:
+        return _softmax(data, axis=-1)
+    return _softmax(data.reshape(data.shape[0], -1), axis=1).reshape(data.shape)
 
 
 def _sigmoid(x):
@@ -80,6 +100,10 @@ _SOFTMAX = ("axis", "temperature", "dtype", "use_length")
 OPERATORS = {
     "softmax": Operator(1, _SOFTMAX, _softmax, _out_dtype),
     "log_softmax": Operator(1, _SOFTMAX, _log_softmax, _out_dtype),
+    "SoftmaxActivation": Operator(1, ("mode",), _softmax_activation),
+    "SoftmaxOutput": Operator(2, ("grad_scale", "ignore_label", "multi_output", "use_ignore",
+                                  "preserve_shape", "normalization", "out_grad",
+                                  "smooth_alpha"), _softmax_output),
     "Activation": Operator(1, ("act_type",), _activation),
     "relu": Operator(1, (), _ACTIVATIONS["relu"]),
     "sigmoid": Operator(1, (), _sigmoid),

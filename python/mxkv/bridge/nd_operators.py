@@ -29,7 +29,7 @@ __all__ = ["OPERATORS", "Operator", "invoke", "onehot_encode"]
 
 @dataclass(frozen=True)
 class Operator:
-    """One operator: ``inputs`` NDArrays, then ``params`` (MXNet's order).
+    """One operator: ``inputs`` NDArrays (-1: one or more), then ``params`` (MXNet's order).
     ``dtype(params, first_input_dtype)`` gives the result's dtype when it is
     not the first input's (``cast``, ``one_hot``)."""
 
@@ -134,6 +134,9 @@ OPERATORS: Dict[str, Operator] = {
     "log": _unary(np.log),
     "cos": _unary(np.cos),
     "sin": _unary(np.sin),
+    "arccos": _unary(np.arccos),
+    "arcsin": _unary(np.arcsin),
+    "arctan": _unary(np.arctan),
     "clip": Operator(1, ("a_min", "a_max"), np.clip),
     "sum": Operator(1, _REDUCE, _reduction(np.sum)),
     "max": Operator(1, _REDUCE, _reduction(np.max)),
@@ -202,8 +205,9 @@ def invoke(mx, name: str, inputs: List[Any], positional: Sequence[Any] = (),
     if op is None:
         raise MXNetValueError(f"unknown NDArray operator {name!r}; known: "
                               f"{', '.join(sorted(OPERATORS))}")
-    if len(inputs) != op.inputs:
-        raise MXNetValueError(f"{name} takes {op.inputs} array(s), got {len(inputs)}")
+    if len(inputs) != op.inputs and not (op.inputs < 0 and inputs):
+        raise MXNetValueError(f"{name} takes {op.inputs if op.inputs >= 0 else 'one or more'} "
+                              f"array(s), got {len(inputs)}")
     params = _params(name, op, positional, kwargs or {})
     fn = _engine_fn(mx, name, inputs, params)
     if fn is not None:

@@ -1,6 +1,7 @@
 """Operators that move, pick or relabel elements, as MXNet 1.9 defines them:
 ``reshape`` (with its special dimensions 0, -1, -2, -3, -4), ``flatten``,
-``expand_dims``, ``slice_axis``, ``cast``, ``one_hot`` and ``argmax``.
+``expand_dims``, ``slice_axis``, ``SwapAxis``, ``concat``, ``cast``,
+``one_hot``, ``Embedding``, ``argmax`` and ``argmin``.
 
 Host (numpy) versions, merged into :data:`nd_operators.OPERATORS`; each
 takes and returns numpy arrays. Results are copies, as MXNet's operator
@@ -163,12 +164,38 @@ def _one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype="float32"):
     return _cast(res, dtype)
 
 
-def _argmax(x, axis=None, keepdims=False):
-    if axis is None:
-        return np.asarray([np.argmax(x)], dtype=np.float64)
-    ax = _axes(axis, x.ndim)[0]
-    res = np.argmax(x, axis=ax)
-    return np.expand_dims(res, ax) if keepdims else res
+def _arg(fn):
+    def run(x, axis=None, keepdims=False):
+        if axis is None:
+            return np.asarray([fn(x)], dtype=np.float64)
+        ax = _axes(axis, x.ndim)[0]
+        res = fn(x, axis=ax)
+        return np.expand_dims(res, ax) if keepdims else res
+    return run
+
+
+def _swap_axis(x, dim1=0, dim2=0):
+    a, b = _axes([dim1, dim2], x.ndim)
+    return np.swapaxes(x, a, b).copy()
+
+
+def _concat(*arrays, dim=1, num_args=None):
+    if num_args is not None and int(num_args) != len(arrays):
+        raise MXNetValueError(f"concat: num_args is {num_args} but {len(arrays)} arrays were given")
+    ax = _axes(dim, arrays[0].ndim)[0]
+    shapes = [a.shape[:ax] + a.shape[ax + 1:] for a in arrays]
+    if any(s != shapes[0] for s in shapes):
+        raise MXNetValueError(f"concat: shapes {[a.shape for a in arrays]} differ off "
+                              f"axis {dim}")
+    return np.concatenate(arrays, axis=ax)
+
+
+def _embedding(data, weight, input_dim, output_dim, dtype="float32", sparse_grad=False):
+    if tuple(weight.shape) != (int(input_dim), int(output_dim)):
+        raise MXNetValueError(f"Embedding: weight has shape {weight.shape}, expected "
+                              f"({input_dim}, {output_dim})")
+    idx = np.clip(np.trunc(data).astype(np.int64), 0, int(input_dim) - 1)
+    return weight[idx]
 
 
 def _named(key: str, default: Optional[str]):
@@ -187,8 +214,14 @@ OPERATORS = {
     "cast": Operator(1, ("dtype",), _cast, _named("dtype", None)),
     "one_hot": Operator(1, ("depth", "on_value", "off_value", "dtype"), _one_hot,
                         _named("dtype", "float32")),
-    "argmax": Operator(1, ("axis", "keepdims"), _argmax),
+    "argmax": Operator(1, ("axis", "keepdims"), _arg(np.argmax)),
+    "argmin": Operator(1, ("axis", "keepdims"), _arg(np.argmin)),
+    "SwapAxis": Operator(1, ("dim1", "dim2"), _swap_axis),
+    "concat": Operator(-1, ("dim", "num_args"), _concat),
+    "Embedding": Operator(2, ("input_dim", "output_dim", "dtype", "sparse_grad"), _embedding,
+                          _named("dtype", "float32")),
 }
+OPERATORS["swapaxes"] = OPERATORS["SwapAxis"]
 OPERATORS["Flatten"] = OPERATORS["flatten"]
 OPERATORS["Reshape"] = OPERATORS["reshape"]
 OPERATORS["Cast"] = OPERATORS["cast"]

@@ -13,7 +13,7 @@
    Results match MXNet 1.9.1's (tests/golden/clj_ops.json), except that a
    `reshape` to a shape of another size is refused (MXNet reads past the
    array) and softmax's `length` input is not supported."
-  (:refer-clojure :exclude [abs cast flatten max min])
+  (:refer-clojure :exclude [abs cast concat flatten max min])
   (:require [clojure.string :as string]
             [org.apache.clojure-mxnet.ndarray :as ndarray]
             [org.apache.clojure-mxnet.util :as util]))
@@ -35,16 +35,21 @@
   "Runs MXNet operator `op-name` for function `fname` on the argument map
    `m`: `inputs` are the keys of its NDArray inputs (in order; a nil
    optional input is left out), `params` those of its parameters,
-   `required` the keys that must be present."
+   `required` the keys that must be present. An input may be a vector of
+   arrays (concat's :data)."
   [fname op-name inputs params required m]
-  (check-keys fname m (concat inputs params [:out]))
+  (check-keys fname m (clojure.core/concat inputs params [:out]))
   (doseq [k required
           ;; softmax's length input may only be nil; a required parameter
           ;; may be nil where MXNet allows None (slice-axis's :end)
           :when (not= k :length)
           :when (if (some #{k} inputs) (nil? (get m k)) (not (contains? m k)))]
     (util/invalid! (str fname ": argument " k " is required") {:key k :args (vec (keys m))}))
-  (ndarray/operator-call op-name (vec (keep #(get m %) inputs)) []
+  (ndarray/operator-call op-name
+                         ;; an input may be a vector of arrays (concat's :data)
+                         (vec (clojure.core/mapcat #(let [v (get m %)] (if (sequential? v) v (when v [v])))
+                                      inputs))
+                         []
                          (into {} (filter (comp some? val)) (select-keys m params))
                          (:out m)))
 
@@ -146,3 +151,37 @@
 (defop floor "floor" "Floor element-wise. {:data :out}" [:data] [] [:data])
 (defop cos "cos" "Cosine element-wise. {:data :out}" [:data] [] [:data])
 (defop sin "sin" "Sine element-wise. {:data :out}" [:data] [] [:data])
+(defop arccos "arccos" "Inverse cosine element-wise. {:data :out}" [:data] [] [:data])
+(defop arcsin "arcsin" "Inverse sine element-wise. {:data :out}" [:data] [] [:data])
+(defop arctan "arctan" "Inverse tangent element-wise. {:data :out}" [:data] [] [:data])
+(defop argmax-channel "argmax_channel"
+  "Index of the largest element along axis 1, as floats. {:data :out}" [:data] [] [:data])
+(defop argmin "argmin"
+  "Indices of the smallest elements. {:data :axis :keepdims :out}"
+  [:data] [:axis :keepdims] [:data])
+(defop swap-axis "SwapAxis"
+  "The array with axes `dim1` and `dim2` exchanged (a copy). {:data :dim1 :dim2 :out}"
+  [:data] [:dim1 :dim2] [:data])
+(defop concat "concat"
+  "The arrays of `data` (a vector) joined along `:dim` (default 1); `num-args`
+   is their count. (concat data num-args) or {:data :num-args :dim :out}"
+  [:data] [:num-args :dim] [:data :num-args])
+(defop embedding "Embedding"
+  "Rows of `weight` (shape [input-dim output-dim]) picked by the indices in
+   `data`: shape (shape data) + [output-dim].
+   (embedding data weight input-dim output-dim) or
+   {:data :weight :input-dim :output-dim :dtype :out}"
+  [:data :weight] [:input-dim :output-dim :dtype :sparse-grad]
+  [:data :weight :input-dim :output-dim])
+(defop softmax-activation "SoftmaxActivation"
+  "Softmax of each instance (`:mode` \"instance\", the rows flattened) or
+   along axis 1 (\"channel\"). {:data :mode :out}"
+  [:data] [:mode] [:data])
+(defop softmax-output "SoftmaxOutput"
+  "The forward pass of MXNet's SoftmaxOutput: the softmax of each row of
+   `data` (`label` only shapes the backward pass, which mxkv does not run).
+   (softmax-output data label) or {:data :label :multi-output :preserve-shape ... :out}"
+  [:data :label]
+  [:grad-scale :ignore-label :multi-output :use-ignore :preserve-shape :normalization
+   :out-grad :smooth-alpha]
+  [:data :label])

@@ -118,3 +118,10 @@
     (if (sequential? (first s))
       (recur (first s) (conj shape (count (first s))))
       shape)))
+
+(defn ->option
+  "clojure-mxnet wrapped optional arguments in a Scala Option; mxkv passes
+   them as they are (nil for none), so this returns `v`. Kept so that code
+   referring to it (clojure-mxnet's ndarray-api tests) loads."
+  [v]
+  v)
