@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Dict, Type
 
-from ..base import MXNetTypeError, env
+from ..base import MXNetTypeError, MXNetValueError, env
 
 __all__ = ["KVStoreBase", "create"]
 
@@ -59,6 +59,16 @@ class KVStoreBase:
     @property
     def num_workers(self) -> int:
         raise NotImplementedError()
+
+    def close(self) -> None:
+        """Free what the store holds (thread pools, device resources); a
+        store with nothing to free does nothing. Closing twice is harmless."""
+
+    def __enter__(self) -> "KVStoreBase":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     @staticmethod
     def register(klass: Type["KVStoreBase"]) -> Type["KVStoreBase"]:
@@ -132,14 +142,31 @@ class TestStore(KVStoreBase):
         raise NotImplementedError()
 
 
-# Built-in store families, chosen by substring of the lower-cased type name.
-# Each maker takes the name and returns a store; dist is the Ray store
-# (kvstore/dist/), nccl the NCCL comm (comm/nccl.py).
+# Store families, chosen by substring of the lower-cased type name, tried in
+# the order they were registered; the family of pattern "" (the local store,
+# registered by local.py) takes every other name. A maker takes the name and
+# returns a store. dist is the Ray store (kvstore/dist/); local.py registers
+# nccl (the NCCL comm) and the local store itself, so this module needs no
+# import of the stores it makes.
 _FAMILIES: Dict[str, Callable[[str], Any]] = {}
 
 
 def register_family(pattern: str, maker: Callable[[str], Any]) -> None:
-    """Register how type names containing ``pattern`` are built (``'dist'``, ``'nccl'``)."""
+    """Build the stores whose lower-cased type name contains ``pattern``.
+
+    Parameters
+    ----------
+    pattern : str
+        A substring of type names (``'dist'``, ``'nccl'``); ``''`` registers
+        the family that takes every name no other family matches.
+    maker : callable
+        ``maker(name)`` returns the store for the lower-cased ``name``.
+
+    Notes
+    -----
+    Families are tried in the order they were registered, after the plugin
+    stores of :meth:`KVStoreBase.register` (matched by whole name).
+    """
     _FAMILIES[pattern] = maker
 
 
@@ -149,16 +176,7 @@ def _make_dist(name: str) -> Any:
     return create_dist(name)
 
 
-def _make_nccl(name: str) -> Any:
-    from .comm.nccl import check_nccl_available
-    from .local import KVStore
-
-    check_nccl_available()
-    return KVStore(name, comm="nccl")
-
-
 register_family("dist", _make_dist)
-register_family("nccl", _make_nccl)
 
 
 def create(name: str = "local") -> KVStoreBase:
@@ -187,13 +205,13 @@ def create(name: str = "local") -> KVStoreBase:
     tname = name.lower()
     if tname in KVStoreBase.kv_registry:
         return KVStoreBase.kv_registry[tname]()
-    if "dist" in tname:
-        return _FAMILIES["dist"](tname)
-    if "nccl" in tname:
-        return _FAMILIES["nccl"](tname)
-    from .local import KVStore
-
-    return KVStore(tname, comm=_local_comm(tname))
+    for pattern, maker in _FAMILIES.items():
+        if pattern and pattern in tname:
+            return maker(tname)
+    if "" not in _FAMILIES:  # (mxkv.kvstore imports local.py, which registers it)
+        raise MXNetValueError(f"create: no store family takes {name!r} and no local store "
+                              "is registered (import mxkv.kvstore)")
+    return _FAMILIES[""](tname)
 
 
 def _local_comm(tname: str) -> str:

@@ -29,12 +29,12 @@ from ..fileio import atomic_write, read_bytes
 from ..ndarray import NDArray
 from ..ndarray.cow import any_shared, before_write
 from ..ndarray.sparse import RowSparseNDArray
-from . import small
-from .base import KVStoreBase
+from .base import KVStoreBase, _local_comm, register_family
 from .comm import create_comm
 from .compression import GradientCompression
 from .keys import flatten, group, key_name, pair_row_ids
 from .locks import KeyLocks
+from .small import SmallKeys
 from .stored import SHARE_MIN_BYTES, StoredValues
 
 __all__ = ["KVStore"]
@@ -74,8 +74,11 @@ class KVStore(KVStoreBase):
         self._updater: Optional[Callable] = None
         self._compression: Optional[GradientCompression] = None
         self._locks = KeyLocks()
-        self._small = small.enabled(self)  # batches of small keys in one pass
-        self._small_seen: Dict[Any, Any] = {}  # (small.py's, per store)
+        # Calls over small keys in one pass (small.py), for a store that keeps
+        # the steps it stands in for; told below what changes.
+        self._small: Optional[SmallKeys] = None
+        if SmallKeys.applies(type(self), KVStore, self._comm):
+            self._small = SmallKeys(self._data, self._comm, self._init_stype, self._order)
 
     # -- properties --------------------------------------------------------
     @property
@@ -158,6 +161,8 @@ class KVStore(KVStoreBase):
             self._comm.init(k, stored.shape, stored.dtype, _stype(stored))
         if pairs:
             self._key_is_str = is_str
+            if self._small is not None:
+                self._small.set_key_kind(is_str)
 
     def init(self, key: Any, value: Any) -> None:
         """Initialize one key or a list of keys with values (copied).
@@ -299,7 +304,7 @@ class KVStore(KVStoreBase):
         another dtype than the key's are cast to it.
         """
         with self._locks.hold(key):
-            if self._small and small.push(self, key, value):
+            if self._small is not None and self._small.push(key, value):
                 return
             grouped = self._validate_push(key, value, "push")
             self._apply_push(grouped)
@@ -389,7 +394,7 @@ class KVStore(KVStoreBase):
         outs are skipped unless ``ignore_sparse=False``.
         """
         with self._locks.hold(key):
-            if self._small and small.pull(self, key, out):
+            if self._small is not None and self._small.pull(key, out):
                 return
             grouped = self._validate_pull(key, out, "pull", ignore_sparse)
             self._apply_pull(grouped)
@@ -397,7 +402,8 @@ class KVStore(KVStoreBase):
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         """Push then pull in one call; ``out`` defaults to ``value``."""
         with self._locks.hold(key):
-            if self._small and small.pushpull(self, key, value, out):
+            if self._small is not None and \
+                    self._small.pushpull(key, value, out, self._apply_pull):
                 return
             grouped = self._validate_push(key, value, "pushpull")
             pulls = self._validate_pull(key, value if out is None else out, "pushpull", True)
@@ -493,6 +499,8 @@ class KVStore(KVStoreBase):
                              f"{type(updater).__name__}")
         with self._locks.hold_all():  # no push sees half of the change
             self._updater = updater
+            if self._small is not None:
+                self._small.set_updater(updater, self._optimizer_updater())
 
     def set_optimizer(self, optimizer: Any) -> None:
         """Run ``optimizer`` on the store: every push updates the stored weights."""
@@ -566,7 +574,21 @@ class KVStore(KVStoreBase):
                     raise MXNetError(f"set_gradient_compression: key {key_name(k)} has dtype "
                                      f"{np.dtype(v.dtype).name}; compression needs float32")
             self._compression = gc
+            if self._small is not None:
+                self._small.set_compression(True)
             self._comm.set_gradient_compression(gc)
+
+    def close(self) -> None:
+        """Free the comm's resources (its reduction threads; on GPUs, its
+        buffers and communicators). Idempotent; ``with mx.kv.create(...) as
+        kv:`` closes on leaving the block.
+
+        Examples
+        --------
+        >>> with mx.kv.create('local') as kv:
+        ...     kv.init(0, mx.nd.ones((2,)))
+        """
+        self._comm.close()
 
     # -- cluster-only operations (no-ops on one machine) ---------------------------------
     def _barrier(self) -> None:
@@ -583,6 +605,19 @@ class KVStore(KVStoreBase):
         """Whether closing the store first meets the other workers at a
         barrier: a local store has no other workers, so there is nothing to
         set (a distributed store overrides this)."""
+
+
+def _make_nccl(name: str) -> KVStore:
+    from .comm.nccl import check_nccl_available
+
+    check_nccl_available()
+    return KVStore(name, comm="nccl")
+
+
+# The stores create() makes: "nccl" types over the NCCL comm, every other
+# (non-dist) type a local store over the comm its name asks for.
+register_family("nccl", _make_nccl)
+register_family("", lambda name: KVStore(name, comm=_local_comm(name)))
 
 
 def _same_buffer(out: NDArray, stored: Any) -> bool:
