@@ -14,7 +14,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..base import MXNetValueError
-from .nd_operators import Operator, _axes, _reduction
+from .nd_op_base import Operator
+from .nd_op_base import axes as _axes
+from .nd_op_base import reduction as _reduction
 
 __all__ = ["OPERATORS"]
 

@@ -17,45 +17,18 @@ reduction over every axis has shape ``(1,)``.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
 from ..base import MXNetValueError
+from . import nd_nn_ops, nd_shape_ops, random_ops  # noqa: F401 (random_ops registers random.*)
+from .nd_op_base import Operator
+from .nd_op_base import axes as _axes
+from .nd_op_base import params as _params
+from .nd_op_base import reduction as _reduction
 
 __all__ = ["OPERATORS", "Operator", "invoke", "onehot_encode"]
-
-
-@dataclass(frozen=True)
-class Operator:
-    """One operator: ``inputs`` NDArrays (-1: one or more), then ``params`` (MXNet's order).
-    ``dtype(params, first_input_dtype)`` gives the result's dtype when it is
-    not the first input's (``cast``, ``one_hot``)."""
-
-    inputs: int
-    params: Tuple[str, ...]
-    host: Callable[..., Any]
-    dtype: Optional[Callable[[dict, np.dtype], np.dtype]] = None
-
-
-def _axes(axis: Any, ndim: int, exclude: bool = False):
-    if axis is None or (isinstance(axis, (list, tuple)) and len(axis) == 0 and not exclude):
-        return None
-    axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
-    for ax in axes:
-        if not -ndim <= int(ax) < ndim:
-            raise MXNetValueError(f"axis {ax} is out of range for a {ndim}-d array")
-    axes = tuple(int(a) % ndim for a in axes)
-    if exclude:
-        axes = tuple(a for a in range(ndim) if a not in axes)
-    return axes
-
-
-def _reduction(fn: Callable) -> Callable:
-    def run(x, axis=None, keepdims=False, exclude=False):
-        return fn(x, axis=_axes(axis, x.ndim, bool(exclude)), keepdims=bool(keepdims))
-    return run
 
 
 def _round(x):
@@ -149,23 +122,6 @@ OPERATORS: Dict[str, Operator] = {
 }
 
 
-def _params(name: str, op: Operator, positional: Sequence[Any], kwargs: Dict[str, Any]) -> dict:
-    if len(positional) > len(op.params):
-        raise MXNetValueError(
-            f"{name} takes at most {len(op.params)} parameters after its "
-            f"{op.inputs} array(s) ({', '.join(op.params) or 'none'}), got {len(positional)}: "
-            f"{list(positional)}")
-    params = dict(zip(op.params, positional))
-    for k, v in (kwargs or {}).items():
-        if k not in op.params:
-            raise MXNetValueError(f"{name} has no parameter {k!r}; its parameters are "
-                                  f"{', '.join(op.params) or 'none'}")
-        if k in params:
-            raise MXNetValueError(f"{name}: parameter {k!r} given by position and by name")
-        params[k] = v
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
-
-
 def _engine_fn(mx, name: str, inputs: List[Any], params: dict):
     fn = getattr(mx.nd, name, None)
     if fn is None:
@@ -235,12 +191,6 @@ def onehot_encode(mx, indices, out):
     return out
 
 
-# The operators a training step needs live beside this table, one concept a
-# file; they build on the helpers above.
-from . import nd_nn_ops, nd_shape_ops  # noqa: E402
-
+# The operators a training step needs live beside this table, one concept a file.
 OPERATORS.update(nd_shape_ops.OPERATORS)
 OPERATORS.update(nd_nn_ops.OPERATORS)
-# The random engine operations (random.seed, random.draw, random.invoke)
-# register themselves on import, beside the operators.
-from . import random_ops  # noqa: E402,F401

@@ -15,7 +15,8 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 
 from ..base import MXNetValueError
-from .nd_operators import Operator, _axes
+from .nd_op_base import Operator
+from .nd_op_base import axes as _axes
 
 __all__ = ["OPERATORS", "infer_reshape"]
 

@@ -20,7 +20,8 @@ import re
 from typing import Any, Sequence
 
 from ..base import MXNetValueError
-from .nd_operators import Operator, _params
+from .nd_op_base import Operator
+from .nd_op_base import params as _params
 from .registry import op
 
 __all__ = ["RANDOM_OPERATORS", "parse_shape", "parse_ctx"]
