@@ -39,14 +39,15 @@
                                                  (named-params named)]))
                         arrays)]
     (if out
-      (do (when-not (= (shape-vec r) (shape-vec out))
-            (dispose r)
-            (util/invalid! (str op-name ": :out has shape " (shape-vec out)
-                                " but the result has shape " (.-shape ^NDArray r))
-                           {:op op-name :shape (shape-vec out)}))
-          (bridge/call conn "nd.copyto" [(hid r) (hid out)])
+      (let [got (shape-vec r)]
+        (when-not (= got (shape-vec out))
           (dispose r)
-          out)
+          (util/invalid! (str op-name ": :out has shape " (shape-vec out)
+                              " but the result has shape " got)
+                         {:op op-name :shape (shape-vec out) :result-shape got}))
+        (bridge/call conn "nd.copyto" [(hid r) (hid out)])
+        (dispose r)
+        out)
       r)))
 
 (defn random-call
