@@ -5,13 +5,15 @@
             [clojure.string :as string]))
 
 (def ^:private api-classes
-  "Class-name prefixes of the API's own frames: its namespaces' functions and
-   the bridge's Java classes."
+  "Class-name prefixes of the API's own frames: its namespaces' functions,
+   the bridge's Java classes and the handle and value classes."
   (conj (mapv #(str "org.apache.clojure_mxnet." % "$")
               ["base" "bridge" "context" "dtype" "kvstore" "kvstore_server" "lr_scheduler"
                "ndarray" "optimizer" "resource_scope" "shape" "util"
                "random" "ndarray_api" "ndarray_random_api"])
-        "org.apache.clojure_mxnet.bridge."))
+        "org.apache.clojure_mxnet.bridge." "org.apache.clojure_mxnet.ndarray."
+        "org.apache.clojure_mxnet.kvstore." "org.apache.clojure_mxnet.context."
+        "org.apache.clojure_mxnet.shape." "org.apache.clojure_mxnet.dtype."))
 
 (defn- internal-frame? [^StackTraceElement f]
   (let [c (.getClassName f)]
