@@ -11,9 +11,9 @@ SHAPE = (2, 3)
 
 @pytest.fixture(params=["local", "device"])
 def kv(request):
-    kv = mx.kv.create(request.param)
-    kv.init(["a", "b"], [mx.nd.ones(SHAPE), mx.nd.ones(SHAPE) * 2])
-    return kv
+    with mx.kv.create(request.param) as kv:
+        kv.init(["a", "b"], [mx.nd.ones(SHAPE), mx.nd.ones(SHAPE) * 2])
+        yield kv
 
 
 def snapshot(kv, keys=("a", "b")):

@@ -99,7 +99,8 @@ def trained(tmp_path):
     kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9))
     for _ in range(2):
         kv.push([0, 1], [mx.nd.ones((4,)), mx.nd.ones((2, 3))])
-    return kv
+    yield kv
+    kv.close()
 
 
 def snapshot(kv):

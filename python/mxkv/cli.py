@@ -122,6 +122,8 @@ def _deps_edn() -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``mxkv`` command with ``argv`` (default ``sys.argv[1:]``);
+    returns its exit code. ``mxkv help`` lists the subcommands."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(__doc__)

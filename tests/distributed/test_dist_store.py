@@ -33,6 +33,28 @@ def multi_device_push(kv, mx):
     return [o.asnumpy().tolist() for o in outs]
 
 
+def pushpull_to_outs_on_several_gpus(kv, mx, shapes):
+    from mxkv import context
+
+    context._reset_devices()   # the pool's process may have read the knobs before
+    try:
+        gpus = [mx.gpu(0), mx.gpu(1)]
+        keys = list(range(len(shapes)))
+        kv.init(keys, [mx.nd.zeros(s) for s in shapes])
+        got = []
+        for i in range(2):
+            vals = [[mx.nd.ones(s, ctx=g) * (kv.rank + 1) * (d + 1) * (i + 1)
+                     for d, g in enumerate(gpus)] for s in shapes]
+            # several outs per key: one per GPU, and a second one on gpu(0)
+            outs = [[mx.nd.zeros(s, ctx=g) for g in (*gpus, gpus[0])] for s in shapes]
+            kv.pushpull(keys, vals, out=outs)
+            got.append([[(str(o.context), float(o.asnumpy().min()), float(o.asnumpy().max()))
+                         for o in per_key] for per_key in outs])
+        return got
+    finally:
+        context._reset_devices()
+
+
 def init_from_rank0(kv, mx):
     kv.init(["a", "b"], [mx.nd.ones((2, 2)) * (kv.rank + 7), mx.nd.ones((300,)) * (kv.rank + 1)])
     a, b = mx.nd.zeros((2, 2)), mx.nd.zeros((300,))
@@ -206,6 +228,21 @@ def test_device_sync_merges_a_workers_devices_before_sending(jobs):
     results = jobs.run(job, multi_device_push, kind="dist_device_sync")
     for outs in results:
         assert outs == [[[12.0] * 4] * 3] * 2   # (1+2+3) per worker, 2 workers
+
+
+def test_device_sync_pushpull_fills_several_outs_on_several_gpus(jobs):
+    # (2, 3) lives whole on one shard; (40, 5) (200 >= 100 elements) is split over both
+    shapes = [(2, 3), (40, 5)]
+    job = jobs.job(2, 2)
+    results = jobs.run(job, pushpull_to_outs_on_several_gpus, shapes, kind="dist_device_sync",
+                       env={**SPLIT, "MXKV_SIMULATE_GPUS": "2"})
+    for got in results:
+        for i, per_key in enumerate(got):
+            # each round: workers 1 and 2 push (1 + 2) * (i + 1) each, stored as the sum
+            want = 9.0 * (i + 1)
+            for outs in per_key:
+                assert [c for c, _, _ in outs] == ["gpu(0)", "gpu(1)", "gpu(0)"]
+                assert all(lo == hi == want for _, lo, hi in outs), (i, outs)
 
 
 def test_init_takes_rank_0s_values(jobs):

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError, MXNetMemoryError, numeric_types
-from ..context import Context, xp_for
+from ..context import Context, empty_host, xp_for
 from ._util import (
     MXNetTypeError,
     MXNetValueError,
@@ -101,7 +101,11 @@ def _filled(shape: Any, ctx: Any, dtype: Any, fill: Any) -> NDArray:
     xp = xp_for(ctx)
     try:
         with device_scope(ctx):
-            if fill is None:
+            if ctx.device_typeid == 3:  # cpu_pinned: page-locked where a GPU is
+                arr = empty_host(ctx, shape, dt)
+                if fill is not None:
+                    arr.fill(_scalar_for(dt, fill) if dt.kind in "iu" else fill)
+            elif fill is None:
                 arr = xp.empty(shape, dtype=dt)
             elif fill == 0:
                 arr = xp.zeros(shape, dtype=dt)
@@ -109,12 +113,14 @@ def _filled(shape: Any, ctx: Any, dtype: Any, fill: Any) -> NDArray:
                 arr = xp.full(shape, _scalar_for(dt, fill) if dt.kind in "iu" else fill,
                               dtype=dt)
     except (TypeError, ValueError) as exc:
-        if isinstance(fill, numeric_types) or "too big" in str(exc) or "maximum" in str(exc):
-            if isinstance(exc, TypeError):
-                raise
+        if "too big" in str(exc) or "maximum" in str(exc):
             raise _too_big(shape, dt, ctx) from None
-        raise MXNetTypeError(f"full: the fill value must be a number, got "
-                             f"{type(fill).__name__} ({fill!r})") from None
+        if fill is not None and not isinstance(fill, numeric_types):
+            raise MXNetTypeError(f"full: the fill value must be a number, got "
+                                 f"{type(fill).__name__} ({fill!r})") from None
+        cls = MXNetTypeError if isinstance(exc, TypeError) else MXNetValueError
+        raise cls(f"cannot make an array of shape {shape} and dtype {dt.name}: {exc}") \
+            from None
     except MemoryError:
         raise _too_big(shape, dt, ctx) from None
     return NDArray(arr, ctx)

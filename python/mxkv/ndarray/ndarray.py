@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError, numeric_types
-from ..context import Context, current_context, xp_for
+from ..context import Context, current_context, synchronize_streams, xp_for
 from ._util import (
     MXNetIndexError,
     MXNetTypeError,
@@ -132,6 +132,7 @@ class NDArray:
     # ------------------------------------------------------------------ attributes
     @property
     def shape(self) -> tuple:
+        """The array's dimensions, a tuple of ints."""
         return tuple(self._array.shape)
 
     @property
@@ -141,20 +142,25 @@ class NDArray:
 
     @property
     def context(self) -> Context:
+        """The device the array lives on (``cpu(0)``, ``gpu(1)``...); also ``ctx``."""
         return self._ctx
 
     ctx = context
 
     @property
     def stype(self) -> str:
+        """The storage type: ``'default'`` (dense) here, ``'row_sparse'`` for a
+        RowSparseNDArray."""
         return "default"
 
     @property
     def size(self) -> int:
+        """The number of elements (the product of ``shape``)."""
         return int(self._array.size)
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions (``len(shape)``)."""
         return self._array.ndim
 
     @property
@@ -166,6 +172,7 @@ class NDArray:
 
     @property
     def writable(self) -> bool:
+        """Whether the array may be written (always, as MXNet's NDArrays)."""
         return True
 
     def _xp(self):
@@ -233,7 +240,10 @@ class NDArray:
             self.__class__ = type(restored)
 
     def wait_to_read(self) -> None:
-        """Block until pending work writing this array is done."""
+        """Block until pending work writing this array is done: the current
+        stream's, and the comms' streams on its device (docs/gpu.md, Streams)."""
+        if self._ctx.is_gpu:
+            synchronize_streams(self._ctx)
         if self._ctx.uses_cupy:
             with device_scope(self._ctx):
                 xp_for(self._ctx).cuda.get_current_stream().synchronize()
@@ -282,6 +292,7 @@ class NDArray:
         return sparse.cast_storage(self, stype)
 
     def as_nd_ndarray(self) -> NDArray:
+        """This array as an ``mx.nd`` NDArray: itself (MXNet's ``np`` arrays convert)."""
         return self
 
     # ------------------------------------------------------------------ shape

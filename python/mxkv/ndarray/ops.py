@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError, numeric_types
-from ..context import cupy_or_none
+from ..context import cupy_or_none, synchronize_streams
 from ._util import MXNetTypeError, MXNetValueError, copy_into, device_scope
 from .ndarray import NDArray, peer_array
 
@@ -41,7 +41,9 @@ __all__ = [
 
 
 def waitall() -> None:
-    """Block until all pending work on every device is done."""
+    """Block until all pending work on every device is done (the comms'
+    streams included)."""
+    synchronize_streams()
     cp = cupy_or_none() if _cupy_loaded() else None
     if cp is not None:
         for dev in builtins.range(cp.cuda.runtime.getDeviceCount()):

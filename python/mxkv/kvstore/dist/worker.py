@@ -313,7 +313,8 @@ class DistKVStore(KVStore):
                 continue
             host = [o for o in outs if isinstance(o._array, np.ndarray)
                     and o._array.flags.c_contiguous]
-            rest = [o for o in outs if o not in host]
+            taken = {id(o) for o in host}   # by identity: == on NDArrays is element-wise
+            rest = [o for o in outs if id(o) not in taken]
             for o in host:
                 flat = o._array.reshape(-1)
                 for p in plan:
@@ -501,3 +502,4 @@ class DistKVStore(KVStore):
                 self._ray.get(self._coord.leave.remote(self._rank), timeout=10)
             except Exception:  # noqa: BLE001 - the job may be gone already
                 pass
+            super().close()  # the local part: comm streams, buffers, stored values
