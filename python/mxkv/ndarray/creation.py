@@ -113,12 +113,14 @@ def _filled(shape: Any, ctx: Any, dtype: Any, fill: Any) -> NDArray:
                 arr = xp.full(shape, _scalar_for(dt, fill) if dt.kind in "iu" else fill,
                               dtype=dt)
     except (TypeError, ValueError) as exc:
-        if isinstance(fill, numeric_types) or "too big" in str(exc) or "maximum" in str(exc):
-            if isinstance(exc, TypeError):
-                raise
+        if "too big" in str(exc) or "maximum" in str(exc):
             raise _too_big(shape, dt, ctx) from None
-        raise MXNetTypeError(f"full: the fill value must be a number, got "
-                             f"{type(fill).__name__} ({fill!r})") from None
+        if fill is not None and not isinstance(fill, numeric_types):
+            raise MXNetTypeError(f"full: the fill value must be a number, got "
+                                 f"{type(fill).__name__} ({fill!r})") from None
+        cls = MXNetTypeError if isinstance(exc, TypeError) else MXNetValueError
+        raise cls(f"cannot make an array of shape {shape} and dtype {dt.name}: {exc}") \
+            from None
     except MemoryError:
         raise _too_big(shape, dt, ctx) from None
     return NDArray(arr, ctx)
