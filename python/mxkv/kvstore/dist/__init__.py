@@ -38,7 +38,7 @@ def create_dist(name: str) -> Any:
 
     job = JobEnv.from_env(name)
     if job.role in ("server", "scheduler"):
-        from .server import ServerHandle
+        from .server_process import ServerHandle
 
         return ServerHandle(name, job)
     from .worker import DistKVStore

@@ -37,6 +37,8 @@ from ...base import MXNetError
 from ...context import cpu
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
+from ...optimizer.states_file import restricted_loads
+from ...optimizer.states_writer import dumps as dump_states
 from ..compression import GradientCompression
 from ..local import KVStore
 from .checkpoint import CheckpointLog, checkpoint_path, copy_state
@@ -178,7 +180,8 @@ class ServerShard:
         elif updater is not None and updater[0] == "optimizer":
             optimizer = pickle.loads(updater[1])
             self.kv.set_optimizer(optimizer)
-            self.kv._updater.set_states(pickle.dumps((states, optimizer)))
+            thawed = {name: pickle.loads(st) for name, st in states.items()}
+            self.kv._updater.set_states(dump_states((thawed, optimizer)))
         self.cmd_seq = meta.get("cmd_seq", 0)
         return True
 
@@ -204,8 +207,6 @@ class ServerShard:
         """What changed since the last checkpoint, safe to write while the
         shard goes on: values nothing writes to are taken as they are, the
         others copied (only those of changed parts)."""
-        from ...optimizer.updater import _freeze
-
         updater = self.kv._updater
         states = getattr(updater, "states", {}) if self.updater_blob is None else {}
         parts = {}
@@ -219,7 +220,8 @@ class ServerShard:
                     copy_state(_export(self.kv._stored(name, "checkpoint")))
             if "state" in fields:
                 st = states.get(name)
-                entry["state"] = None if st is None else _freeze(st)
+                # (a pickle is a copy: the updater goes on writing into st)
+                entry["state"] = None if st is None else pickle.dumps(st, protocol=5)
             parts[name] = entry
         meta: Dict[str, Any] = {"sync": self.book.sync, "cmd_seq": self.cmd_seq,
                                 "gc": self.gc.get_params() if self.gc else None,
@@ -459,7 +461,7 @@ class ServerShard:
             print(f"server shard {self.index}: unknown command ({head}, {body!r})")
 
     def _load_states(self, blob: bytes) -> None:
-        loaded = pickle.loads(blob)
+        loaded = restricted_loads(blob)  # (MXNet's format: names MXNet's classes)
         if isinstance(loaded, tuple) and len(loaded) == 2:
             self.kv.set_optimizer(loaded[1])
             self.updater_blob = None

@@ -208,7 +208,7 @@
 
 ;;; ------------------------------------------------------------------ updating by hand
 
-(s/def ::optimizer #(and (instance? Optimizer %) (string? (:name %))))
+(s/def ::optimizer #(and (record? %) (string? (:name %)) (map? (:params %))))
 (s/def ::index int?)
 
 (defn- engine-optimizer
@@ -219,7 +219,9 @@
   (let [conn (bridge/connection)
         spec [(:name optimizer) (:params optimizer)]
         cell (::engine (meta optimizer))
-        ^EngineOptimizer current (some-> cell deref)]
+        ;; (not an EngineOptimizer of this namespace's class when it was reloaded)
+        current (some-> cell deref)
+        ^EngineOptimizer current (when (instance? EngineOptimizer current) current)]
     (if (and current (identical? conn (.-conn current)) (= spec (.-spec current))
              (not (.isReleased ^Handles$Handle (.-handle current))))
       current

@@ -5,12 +5,15 @@
             [clojure.string :as string]))
 
 (def ^:private api-classes
-  "Class-name prefixes of the API's own frames: its namespaces' functions and
-   the bridge's Java classes."
+  "Class-name prefixes of the API's own frames: its namespaces' functions,
+   the bridge's Java classes and the handle and value classes."
   (conj (mapv #(str "org.apache.clojure_mxnet." % "$")
               ["base" "bridge" "context" "dtype" "kvstore" "kvstore_server" "lr_scheduler"
-               "ndarray" "optimizer" "resource_scope" "shape" "util"])
-        "org.apache.clojure_mxnet.bridge."))
+               "ndarray" "optimizer" "resource_scope" "shape" "util"
+               "random" "ndarray_api" "ndarray_random_api"])
+        "org.apache.clojure_mxnet.bridge." "org.apache.clojure_mxnet.ndarray."
+        "org.apache.clojure_mxnet.kvstore." "org.apache.clojure_mxnet.context."
+        "org.apache.clojure_mxnet.shape." "org.apache.clojure_mxnet.dtype."))
 
 (defn- internal-frame? [^StackTraceElement f]
   (let [c (.getClassName f)]
@@ -117,3 +120,10 @@
     (if (sequential? (first s))
       (recur (first s) (conj shape (count (first s))))
       shape)))
+
+(defn ->option
+  "clojure-mxnet wrapped optional arguments in a Scala Option; mxkv passes
+   them as they are (nil for none), so this returns `v`. Kept so that code
+   referring to it (clojure-mxnet's ndarray-api tests) loads."
+  [v]
+  v)
