@@ -73,6 +73,7 @@ class Layout:
 
     @property
     def tutorial(self) -> Path:
+        """The KVStore tutorial transcript (``kvstore.clj``)."""
         sub = ("clojure", "tutorial") if self.kind == "checkout" else ("tutorial",)
         return self.root.joinpath(*sub, "kvstore.clj")
 
@@ -83,6 +84,7 @@ class Layout:
 
     @property
     def java_sources(self) -> Path:
+        """The directory of the bridge's Java sources."""
         sub = ("clojure", "java") if self.kind == "checkout" else ("java",)
         return self.root.joinpath(*sub)
 

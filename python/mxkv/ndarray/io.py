@@ -330,6 +330,14 @@ def load(fname: str | os.PathLike,
     Reads MXNet 1.x files (and mxkv's). Arrays land where MXNet puts them
     (``cpu(0)``; an array saved on a GPU on that GPU when there is one), or
     on ``ctx`` when given (mxkv's addition).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), 'pair.params')
+    >>> mx.nd.save(path, [mx.nd.ones((2,)), mx.nd.zeros((1,), dtype='int32')])
+    >>> [(a.shape, a.dtype.__name__) for a in mx.nd.load(path)]
+    [((2,), 'float32'), ((1,), 'int32')]
     """
     raw = read_bytes(fname, "NDArray file")
     return decode(memoryview(raw), ctx, f"NDArray file {os.fspath(fname)!r}")

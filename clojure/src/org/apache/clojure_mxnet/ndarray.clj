@@ -622,3 +622,9 @@
 ;;; ------------------------------------------------------------------ operators
 
 (clojure.core/load "ndarray_operators")
+
+;;; ------------------------------------------------------------------ training-step operators
+;; random-uniform, expand-dims, argmax, softmax, slice-axis, one-hot, ... and
+;; the calls the random and ndarray-api namespaces are built on.
+
+(clojure.core/load "ndarray_training_ops")

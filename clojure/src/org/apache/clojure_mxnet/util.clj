@@ -9,7 +9,8 @@
    the bridge's Java classes and the handle and value classes."
   (conj (mapv #(str "org.apache.clojure_mxnet." % "$")
               ["base" "bridge" "context" "dtype" "kvstore" "kvstore_server" "lr_scheduler"
-               "ndarray" "optimizer" "resource_scope" "shape" "util"])
+               "ndarray" "optimizer" "resource_scope" "shape" "util"
+               "random" "ndarray_api" "ndarray_random_api"])
         "org.apache.clojure_mxnet.bridge." "org.apache.clojure_mxnet.ndarray."
         "org.apache.clojure_mxnet.kvstore." "org.apache.clojure_mxnet.context."
         "org.apache.clojure_mxnet.shape." "org.apache.clojure_mxnet.dtype."))
@@ -170,3 +171,10 @@
     (if (sequential? (first s))
       (recur (first s) (conj shape (count (first s))))
       shape)))
+
+(defn ->option
+  "clojure-mxnet wrapped optional arguments in a Scala Option; mxkv passes
+   them as they are (nil for none), so this returns `v`. Kept so that code
+   referring to it (clojure-mxnet's ndarray-api tests) loads."
+  [v]
+  v)
