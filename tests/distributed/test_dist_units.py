@@ -312,3 +312,20 @@ def test_a_full_window_never_stalls_past_the_stall_timeout(caplog):
         sender.flush()
     assert chan.sent == ["held", "next"] and time.monotonic() - t >= 0.25
     assert "sending the next one anyway" in caplog.text
+
+
+def test_pickled_optimizer_states_count_as_live_data_in_the_log(tmp_path, monkeypatch):
+    import pickle
+
+    import numpy as np
+
+    monkeypatch.setenv("MXKV_CHECKPOINT_SLACK_MB", "0")
+    w = CheckpointLog(str(tmp_path / "shard-0.ckpt"), lambda r: None)
+    w.load()
+    v = np.ones(10000, np.float32)
+    for i in range(3):   # value and state change together, as with momentum
+        w.write_now({"parts": {"k": _part(v * i, i, state=pickle.dumps(v * i, protocol=5))},
+                     "meta": {}})
+    # two records (plus their headers) pass twice the live data: records 2 and 3
+    # compact; were the states counted as nothing, every record would
+    assert w.compactions == 2

@@ -98,6 +98,8 @@ def apply_delta(state: Delta, delta: Delta) -> Delta:
 
 def _nbytes(obj: Any) -> int:
     """Bytes of the arrays inside ``obj`` (what a part costs in the log)."""
+    if isinstance(obj, (bytes, bytearray)):      # a pickled optimizer state
+        return len(obj)
     n = getattr(obj, "nbytes", None)
     if isinstance(n, int):
         return n
