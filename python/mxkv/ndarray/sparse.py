@@ -548,9 +548,9 @@ def array(source_array: Any, ctx: Context | None = None, dtype: Any = None) -> N
         raise MXNetValueError("Please use `tostype` to create RowSparseNDArray or CSRNDArray "
                               "from an NDArray")
     if type(source_array).__module__.startswith("scipy.sparse"):
-        from .csr import csr_matrix
         csr = source_array.tocsr().sorted_indices()
         csr.sum_duplicates()
+        from .csr import csr_matrix
         return csr_matrix((csr.data, csr.indices, csr.indptr), shape=csr.shape, ctx=ctx,
                           dtype=dtype if dtype is not None else csr.dtype)
     if isinstance(source_array, (np.ndarray, np.generic)):
@@ -565,3 +565,11 @@ def zeros_like(data: NDArray, **kwargs: Any) -> NDArray:
         raise MXNetTypeError(f"zeros_like: argument data must have NDArray type, but got "
                              f"{type(data).__name__}")
     return zeros(data.stype, data.shape, ctx=data.context, dtype=data.dtype)
+
+
+def __getattr__(name: str) -> Any:
+    # the minimal csr type (csr.py) imports this module; reach it lazily
+    if name in ("CSRNDArray", "csr_matrix"):
+        from . import csr
+        return getattr(csr, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,6 +4,7 @@
    `(ndarray/dtype a)` equals the constant of its type. Wherever a dtype is
    expected, a DType, keyword, string or symbol works (`:float32`,
    \"float32\", 'Float32)."
+  (:require [org.apache.clojure-mxnet.util :as util])
   (:import (org.apache.clojure_mxnet.dtype DType)))
 
 (set! *warn-on-reflection* true)
@@ -39,6 +40,8 @@
     d
     (or (when (or (keyword? d) (string? d) (symbol? d))
           (known (.toLowerCase ^String (name d))))
-        (throw (ex-info (str "unknown dtype " (pr-str d) "; expected one of "
-                             (clojure.string/join ", " (sort (keys known))))
-                        {:type :invalid-argument :dtype d})))))
+        ;; (pointing at the API's caller, whose value it was)
+        (throw (util/at-caller
+                (ex-info (str "unknown dtype " (pr-str d) "; expected one of "
+                              (clojure.string/join ", " (sort (keys known))))
+                         {:type :invalid-argument :dtype d}))))))

@@ -244,10 +244,13 @@
 (s/def ::compression-params (s/map-of (s/or :k keyword? :s string?) any?))
 
 (defn set-gradient-compression
-  "Compress gradients pushed to the store, e.g. {:type \"2bit\" :threshold 0.5}."
+  "Compress gradients pushed to the store, e.g. {:type \"2bit\" :threshold 0.5}
+   (keys :type and :threshold, keywords or strings; any other key is
+   refused with ex-info {:type :invalid-argument})."
   [kvstore compression-params]
   (let [id (hid kvstore)]
     (util/validate! ::compression-params compression-params "Invalid compression parameters")
+    (util/check-options! compression-params #{:type :threshold} "Invalid compression parameters")
     (bridge/call (conn-of kvstore) "kv.set_gradient_compression"
                  [id (util/convert-map compression-params)]))
   kvstore)

@@ -251,7 +251,17 @@
   ^floats [source what]
   (cond
     (instance? (Class/forName "[F") source) source
-    (or (sequential? source) (instance? (Class/forName "[D") source)) (float-array source)
+    (instance? (Class/forName "[D") source) (float-array source)
+    (sequential? source)
+    (let [v (vec source)
+          i (long (loop [i 0] (cond (== i (count v)) -1
+                                    (number? (nth v i)) (recur (inc i))
+                                    :else i)))]
+      (when-not (neg? i)
+        (util/invalid! (str what " must hold numbers only; element " i " is "
+                            (pr-str (nth v i)) (some->> (nth v i) class .getName (str ", a ")))
+                       {:value (nth v i) :index i}))
+      (float-array v))
     :else (util/invalid! (str what " must be a vector of numbers or a float array, got "
                               (if (nil? source) "nil" (.getName (class source))))
                          {:value source})))
@@ -482,7 +492,13 @@
     (cond
       (number? v) (bridge/call conn "nd.set_value" [id v])
       (ndarray? v) (bridge/call conn "nd.copyto" [(hid v) id])
-      :else (let [data (float-data v "the values")]
+      :else (let [data (float-data v "the values")
+                  n (element-count ndarray)]
+              (when-not (== (alength data) n)
+                (util/invalid! (str "set: " (alength data) " values for an array of " n
+                                    " elements (shape " (.-shape ^NDArray ndarray)
+                                    "); give exactly " n ", or a number to fill it")
+                               {:shape (.-shape ^NDArray ndarray) :count (alength data)}))
               (bridge/write-floats conn data "nd.set_from_arena" [id "float32" (alength data)])))
     ndarray))
 

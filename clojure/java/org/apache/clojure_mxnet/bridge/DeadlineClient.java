@@ -35,9 +35,6 @@ import py4j.Py4JPythonClient;
  * no later call reads an answer meant for an earlier one.
  */
 public final class DeadlineClient extends CallbackClient {
-    /** Each thread's deadline for its current call (epoch ms; 0: none). */
-    private static final ThreadLocal<long[]> DEADLINE = ThreadLocal.withInitial(() -> new long[1]);
-
     /** How many connections may be being opened at once. */
     static final int OPENING = 4;
 
@@ -55,24 +52,9 @@ public final class DeadlineClient extends CallbackClient {
               readTimeoutMs);
     }
 
-    /**
-     * Runs {@code engine.call(op, args)} on this thread with deadline
-     * {@code deadline} (epoch ms; 0: none) for the Py4J connection it uses
-     * (engines of other transports ignore it).
-     */
-    public static String call(Engine engine, String op, String args, long deadline) {
-        long[] d = DEADLINE.get();
-        d[0] = deadline;
-        try {
-            return engine.call(op, args);
-        } finally {
-            d[0] = 0;
-        }
-    }
-
     /** Milliseconds left before this thread's deadline (at least 1), or the read timeout when it has none. */
     private int timeLeft() throws SocketTimeoutException {
-        long deadline = DEADLINE.get()[0];
+        long deadline = Deadline.current();
         if (deadline <= 0) {
             return readTimeout;
         }

@@ -10,7 +10,7 @@
             [org.apache.clojure-mxnet.bridge.json :as json]
             [org.apache.clojure-mxnet.util :as util])
   (:import (java.util.concurrent.atomic AtomicLong)
-           (org.apache.clojure_mxnet.bridge DeadlineClient Engine Handles Handles$Handle)))
+           (org.apache.clojure_mxnet.bridge Deadline Engine Handles Handles$Handle)))
 
 (set! *warn-on-reflection* true)
 
@@ -34,7 +34,7 @@
         ^String r (try
                     ;; Over Py4J the connection it uses (set up, sent, read)
                     ;; is bounded by the deadline too (see DeadlineClient).
-                    (DeadlineClient/call e stamped args deadline)
+                    (Deadline/call e stamped args deadline)
                     (catch Exception ex
                       (throw (util/at-caller (errors/transport-error conn op ex deadline ticket)))))]
     (if (nil? r)
