@@ -8,7 +8,7 @@ the pipe closes, however the launcher ended, the watchdog SIGKILLs every
 process still carrying the mark or holding a file in those directories,
 removes the directories and exits. After a clean end it finds nothing to do.
 
-Run as ``python -m mxkv.kvstore.dist.watchdog MARK`` (the launcher does).
+Run as ``python -m mxkv.kvstore.dist.watchdog MARK LAUNCHER_PID`` (the launcher does).
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class Watchdog:
         self.mark = secrets.token_hex(16)
         env = {k: v for k, v in os.environ.items() if k != MARK_VAR}
         self.proc: Optional[subprocess.Popen] = subprocess.Popen(
-            [sys.executable, "-m", __name__, self.mark], stdin=subprocess.PIPE,
+            [sys.executable, "-m", __name__, self.mark, str(os.getpid())], stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL, env=env, start_new_session=True)
         os.environ[MARK_VAR] = self.mark   # inherited by all that is started from now on
 
@@ -99,13 +99,14 @@ def holding(paths: List[str]) -> List[int]:
     return out
 
 
-def sweep(mark: str, paths: List[str], timeout: float = 10.0) -> None:
+def sweep(mark: str, paths: List[str], launcher: int, timeout: float = 10.0) -> None:
     """SIGKILL the marked processes, and those holding files under
-    ``paths``, until none is left (or ``timeout`` s), then remove ``paths``."""
+    ``paths``, but the ``launcher`` (which closed the pipe and is ending
+    on its own), until none is left (or ``timeout`` s), then remove ``paths``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         # a zombie's environment and files read empty: not counted
-        pids = set(marked(mark)) | set(holding(paths))
+        pids = (set(marked(mark)) | set(holding(paths))) - {launcher}
         if not pids:
             break
         for pid in pids:
@@ -119,9 +120,9 @@ def sweep(mark: str, paths: List[str], timeout: float = 10.0) -> None:
 
 
 def main() -> None:
-    mark = sys.argv[1]
+    mark, launcher = sys.argv[1], int(sys.argv[2])
     paths = [line.decode().rstrip("\n") for line in sys.stdin.buffer]   # until EOF
-    sweep(mark, [p for p in paths if p])
+    sweep(mark, [p for p in paths if p], launcher)
 
 
 if __name__ == "__main__":
