@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-sweeps gpu-check lint clean
+.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-sweeps gpu-check gpu-check-quick lint clean
 
 all: test
 
@@ -87,11 +87,20 @@ bench-record: $(STAMP)
 gpu-check:
 	bash tools/gpu-check.sh
 
+# At most 5 minutes from a clean clone: only the GPU run's packages, the
+# requires_gpu tests on real and 4 virtual GPUs, the stress test, gpu_bench
+# x2, one summary (gpu-check-summary.txt). Without a GPU: the simulated part,
+# then one line saying so, exit 0.
+gpu-check-quick:
+	bash tools/gpu-check-quick.sh
+
 # Fails on any finding; CI runs it before the tests. import_cycles fails on an
-# import cycle not listed in tools/import_cycles_allow.txt.
+# import cycle not listed in tools/import_cycles_allow.txt; docstrings when
+# fewer public modules, classes and functions than its FLOOR carry one.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check python tests tools benchmarks interop-tests setup.py
+	$(VENV)/bin/ruff check python tests tools benchmarks interop-tests examples setup.py
 	$(PY) tools/import_cycles.py
+	$(PY) tools/docstrings.py
 
 clean:
 	rm -rf $(VENV) clojure/classes build python/*.egg-info python/mxkv/_clojure

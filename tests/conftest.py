@@ -8,15 +8,19 @@ hand, so a new test lands in the right tier by where it lives or what it uses:
 * by fixture: a test that uses ``needs_jvm``, ``needs_ray`` or ``docs_runner``,
   directly or through another fixture (``def my_jvm(needs_jvm): ...``), gets
   ``jvm``, ``ray`` or ``docs``. The ``needs_*`` fixtures also skip, saying what
-  to install, where the JDK and Clojure jar or Ray are missing;
-* doctests of ``mxkv.jvm`` are ``jvm``, those under ``mxkv/kvstore/dist/`` ``ray``.
+  to install, where the JDK and Clojure jar or Ray are missing.
+
+The docstrings' examples run as tests too (tests/test_doctests.py; those of
+``mxkv.jvm`` through ``needs_jvm``).
 
 ``requires_gpu`` is the one marker for tests that need ``gpu(i)`` contexts
 backed by CUDA through CuPy (real GPUs, or virtual ones with
-``MXKV_VIRTUAL_GPUS``); elsewhere they skip with that reason. Use it as
-``@requires_gpu`` (imported from here) or ``@pytest.mark.requires_gpu``.
-The algorithms they check are also covered on simulated devices (the
-``simulate_gpus`` fixture), so CI exercises them without a GPU.
+``MXKV_VIRTUAL_GPUS``); elsewhere they skip with that reason.
+``@pytest.mark.requires_gpu(n=2)`` asks for ``n`` real CUDA devices (peer
+copies, NCCL), so it also skips on virtual GPUs. The GPU tests live in
+``tests/gpu/``; the algorithms they check are also covered there on
+simulated devices (the ``simulate_gpus`` fixture), so CI exercises them
+without a GPU.
 """
 import shutil
 from pathlib import Path
@@ -27,7 +31,7 @@ from mxkv import context
 from mxkv.base import MissingDependencyError
 
 GPU_SKIP_REASON = ("needs a CUDA GPU and CuPy (pip install 'mxkv[gpu]'); the same algorithms "
-                   "run on simulated GPUs in tests/test_gpu_*.py")
+                   "run on simulated GPUs in tests/gpu/")
 
 requires_gpu = pytest.mark.requires_gpu
 
@@ -40,8 +44,7 @@ def cuda_gpus_available() -> bool:
 ROOT = Path(__file__).resolve().parent.parent
 
 # Tier of each directory (relative to the repository root) and fixture.
-TIER_DIRS = {"tests/distributed": "ray", "interop-tests": "jvm",
-             "python/mxkv/jvm.py": "jvm", "python/mxkv/kvstore/dist": "ray"}
+TIER_DIRS = {"tests/distributed": "ray", "interop-tests": "jvm"}
 TIER_FIXTURES = {"needs_jvm": "jvm", "needs_ray": "ray", "docs_runner": "docs"}
 
 
@@ -62,12 +65,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         for mark in sorted(tiers(item)):
             item.add_marker(getattr(pytest.mark, mark))
-    if cuda_gpus_available():
-        return
+    available = cuda_gpus_available()
     skip = pytest.mark.skip(reason=GPU_SKIP_REASON)
     for item in items:
-        if "requires_gpu" in item.keywords:
+        marker = item.get_closest_marker("requires_gpu")
+        if marker is None:
+            continue
+        if not available:
             item.add_marker(skip)
+            continue
+        n = int(marker.kwargs.get("n", marker.args[0] if marker.args else 1))
+        if n > 1 and context.cuda_device_count() < n:
+            item.add_marker(pytest.mark.skip(
+                reason=f"needs {n} real GPUs, {context.cuda_device_count()} visible"))
 
 
 @pytest.fixture(scope="session")

@@ -99,6 +99,21 @@ def test_tutorial_push_and_pull_through_the_facade(facade):
     assert read(facade, a).tolist() == [3.0] * 6
 
 
+@pytest.mark.parametrize("op", ["kv.push", "kv.pull", "kv.pushpull", "kv.broadcast"])
+@pytest.mark.parametrize("priority", ["1", 1.5, None])
+def test_a_priority_that_is_not_an_int_is_refused_as_mxnet_refuses_it(facade, op, priority):
+    kv = ok(facade.call("kv.create", '["local"]'))[0]
+    a = create(facade)[0]
+    ok(facade.call("kv.init", json.dumps([kv, ["3"], [a]])))
+    args = {"kv.push": [kv, ["3"], [a], priority], "kv.pull": [kv, ["3"], [a], priority],
+            "kv.pushpull": [kv, ["3"], [a], ["3"], [a], priority],
+            "kv.broadcast": [kv, ["4"], [a], ["4"], [a], priority]}[op]
+    e = err(facade.call(op, json.dumps(args)))
+    assert e["python_class"] == "mxkv.base.MXNetTypeError"
+    assert "priority must be an int" in e["message"]
+    ok(facade.call("kv.init", json.dumps([kv, ["4"], [a]])))  # the broadcast left no key
+
+
 def test_engine_errors_come_back_as_data(facade):
     kv = ok(facade.call("kv.create", '["local"]'))[0]
     a = create(facade)[0]

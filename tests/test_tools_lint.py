@@ -79,3 +79,35 @@ def test_the_tree_has_no_cycle_outside_the_allowlist():
     graph = import_cycles.Graph(import_cycles.module_files())
     new, _ = import_cycles.check(graph, import_cycles.read_allowlist())
     assert new == [], "\n".join(import_cycles.describe(graph, c) for c in new)
+
+
+docstrings = _load("docstrings")
+
+
+def test_docstring_share_counts_public_names_and_inherited_docs(tmp_path):
+    src = tmp_path / "pkg"
+    src.mkdir()
+    (src / "__init__.py").write_text('"""The package."""\n')
+    (src / "m.py").write_text(
+        "class Base:\n    '''A base.'''\n    def run(self):\n        '''Runs.'''\n"
+        "class Child(Base):\n    '''A child.'''\n    def run(self):\n        pass\n"
+        "    def extra(self):\n        pass\n    def _private(self):\n        pass\n"
+        "def _hidden():\n    pass\n")
+    monkey = docstrings.SRC
+    docstrings.SRC = src
+    try:
+        loose = docstrings.survey(src)
+        strict = docstrings.survey(src, strict=True)
+    finally:
+        docstrings.SRC = monkey
+    names = {r[2]: r[3] for r in loose}
+    assert names["pkg.m"] is False            # a module without a docstring
+    assert names["pkg.m.Child.run"] is True   # inherits Base.run's
+    assert names["pkg.m.Child.extra"] is False
+    assert not any("_private" in n or "_hidden" in n for n in names)
+    assert {r[2]: r[3] for r in strict}["pkg.m.Child.run"] is False
+    assert docstrings.share(loose) == 100.0 * 5 / 7
+
+
+def test_the_package_holds_the_docstring_floor():
+    assert docstrings.share(docstrings.survey()) >= docstrings.FLOOR

@@ -10,9 +10,9 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Dict, Type
 
-from ..base import MXNetTypeError, MXNetValueError, env
+from ..base import MXNetError, MXNetTypeError, MXNetValueError, env
 
-__all__ = ["KVStoreBase", "create"]
+__all__ = ["KVStoreBase", "create", "mark_closed"]
 
 
 class KVStoreBase:
@@ -43,21 +43,40 @@ class KVStoreBase:
         raise NotImplementedError()
 
     def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        """Save the optimizer's states (its momenta, moments...) to file ``fname``.
+
+        Parameters
+        ----------
+        fname : str
+            The file to write (replaced whole).
+        dump_optimizer : bool, default False
+            Also save the optimizer itself, so that loading restores it too.
+        """
         raise NotImplementedError()
 
     def load_optimizer_states(self, fname: str) -> None:
+        """Load optimizer states saved by :meth:`save_optimizer_states`.
+
+        Parameters
+        ----------
+        fname : str
+            The file to read.
+        """
         raise NotImplementedError()
 
     @property
     def type(self) -> str:
+        """The store's type string, as given to :func:`create` (lower-cased)."""
         raise NotImplementedError()
 
     @property
     def rank(self) -> int:
+        """This worker's rank among the job's workers (0 on one machine)."""
         raise NotImplementedError()
 
     @property
     def num_workers(self) -> int:
+        """How many workers share the store (1 on one machine)."""
         raise NotImplementedError()
 
     def close(self) -> None:
@@ -140,6 +159,39 @@ class TestStore(KVStoreBase):
 
     def load_optimizer_states(self, fname: str) -> None:
         raise NotImplementedError()
+
+
+# The operations a closed store refuses (close itself stays callable: idempotent).
+CLOSED_OPERATIONS = frozenset({
+    "init", "push", "pull", "pushpull", "broadcast", "row_sparse_pull", "set_optimizer",
+    "set_gradient_compression", "save_optimizer_states", "load_optimizer_states",
+    "_set_updater", "_barrier", "_send_command_to_servers", "num_dead_node",
+    "set_barrier_before_exit"})
+_closed_classes: Dict[type, type] = {}
+
+
+def mark_closed(store: KVStoreBase) -> None:
+    """Make every operation of ``store`` but ``close`` raise an error naming it.
+
+    The store's class becomes a subclass whose operations raise, so a live
+    store pays nothing for the check.
+    """
+    cls = type(store)
+    if getattr(cls, "_is_closed_class", False):
+        return
+    closed = _closed_classes.get(cls)
+    if closed is None:
+        def refuse(name: str):
+            def method(self, *args: Any, **kwargs: Any) -> None:
+                raise MXNetError(f"{name}: kvstore '{self.type}' ({type(self).__mro__[1].__name__}"
+                                 f" at {id(self):#x}) is closed; create a new store")
+            method.__name__ = name
+            return method
+        attrs: Dict[str, Any] = {n: refuse(n) for n in CLOSED_OPERATIONS if hasattr(cls, n)}
+        attrs["_is_closed_class"] = True
+        closed = _closed_classes[cls] = type(cls.__name__, (cls,), attrs)
+        closed.__qualname__ = f"{cls.__qualname__} (closed)"
+    store.__class__ = closed
 
 
 # Store families, chosen by substring of the lower-cased type name, tried in

@@ -75,6 +75,27 @@ def _env_pairs(items: Sequence[str], flag: str) -> Dict[str, str]:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """Read ``mxkv launch``'s command line (MXNet's ``tools/launch.py`` flags).
+
+    Parameters
+    ----------
+    argv : sequence of str
+        The arguments after ``mxkv launch``; the workers' command follows ``--``.
+
+    Returns
+    -------
+    argparse.Namespace
+        ``num_workers``, ``num_servers`` (None: as many as workers),
+        ``launcher``, ``ray_address``, ``env``/``env_worker``/``env_server``,
+        ``server_cmd``, ``p3`` and ``command``.
+
+    Examples
+    --------
+    >>> from mxkv.kvstore.dist.launch import parse_args
+    >>> args = parse_args(['-n', '2', '-s', '1', '--', 'python', 'train.py'])
+    >>> args.num_workers, args.num_servers, args.command
+    (2, 1, ['python', 'train.py'])
+    """
     p = argparse.ArgumentParser(
         prog="mxkv launch", description="Launch a distributed mxkv job on Ray "
         "(the role of MXNet's tools/launch.py).")

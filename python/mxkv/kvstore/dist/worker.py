@@ -29,7 +29,7 @@ from ...fileio import atomic_write, read_bytes
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
 from ..base import _local_comm
-from ..keys import key_name
+from ..keys import check_priority, key_name
 from ..local import KVStore
 from .channel import Call, Channel, Message
 from .job import NAMESPACE, JobEnv, connect, coordinator_name, host_label
@@ -249,7 +249,7 @@ class DistKVStore(KVStore):
         for shard, (items, payloads) in self._by_shard(entries).items():
             msg = Message("push", shard, items, self._ray.put(payloads))
             if self._sender is not None:
-                self._sender.submit(priority, msg)
+                self._sender.submit(priority, msg, sum(p.nbytes for p in payloads))
             else:
                 self._chan.send(msg, "push")
 
@@ -260,6 +260,7 @@ class DistKVStore(KVStore):
         round, then apply the optimizer (or store the sum). ``dist_async``:
         each push is applied with the optimizer when it arrives.
         """
+        check_priority(priority, "push")
         with self._locks.hold(key):
             grouped = self._validate_push(key, value, "push")
             self._apply_push(grouped, priority)
@@ -281,8 +282,8 @@ class DistKVStore(KVStore):
     def _apply_pull(self, grouped: dict) -> None:
         if not grouped:
             return
-        if self._sender is not None:
-            self._sender.flush()
+        if self._sender is not None:   # this worker's pushes of these keys have left
+            self._sender.flush([p.name for k in grouped for p in self._plan(k, self._data[k])])
         self._chan.reap()
         keys = self._sorted_keys(grouped)
         entries = []
@@ -334,6 +335,7 @@ class DistKVStore(KVStore):
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         """Push then pull in one call; ``out`` defaults to ``value``."""
+        check_priority(priority, "pushpull")
         with self._locks.hold(key):
             grouped = self._validate_push(key, value, "pushpull")
             pulls = self._validate_pull(key, value if out is None else out, "pushpull", True)
@@ -500,3 +502,4 @@ class DistKVStore(KVStore):
                 self._ray.get(self._coord.leave.remote(self._rank), timeout=10)
             except Exception:  # noqa: BLE001 - the job may be gone already
                 pass
+            super().close()  # the local part: comm streams, buffers, stored values
