@@ -98,7 +98,7 @@ gpu-check-quick:
 # import cycle not listed in tools/import_cycles_allow.txt; docstrings when
 # fewer public modules, classes and functions than its FLOOR carry one.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check python tests tools benchmarks interop-tests setup.py
+	$(VENV)/bin/ruff check python tests tools benchmarks interop-tests examples setup.py
 	$(PY) tools/import_cycles.py
 	$(PY) tools/docstrings.py
 

@@ -100,6 +100,7 @@ def test_launch_places_shards_and_workers_on_a_multi_node_cluster(tmp_path, monk
 
     temp = tempfile.mkdtemp(prefix="mxkv-ray-")
     monkeypatch.setenv("RAY_TMPDIR", temp)   # Ray's session files go there, removed after
+    monkeypatch.setenv("RAY_raylet_start_wait_time_s", "300")   # a loaded machine is slow
     cluster = None
     try:
         cluster = Cluster(initialize_head=True, head_node_args={

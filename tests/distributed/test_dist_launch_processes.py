@@ -166,11 +166,12 @@ def _assert_nothing_left(launch, checkpoint_dir):
                                                                              checkpoint_dir)
     names = {pid: args for pid, args in launch.tree}
     assert any("raylet" in a for a in names.values()), names   # the tree did hold Ray
-    deadline = time.monotonic() + 30   # the launcher waits for all; allow for a slow ps
+    deadline = time.monotonic() + 30   # allow for a slow ps (and the watchdog, after SIGKILL)
     while True:
         alive = {p: a for p, a in names.items()
                  if p in (now := _ps()) and now[p][2] == a and not now[p][1].startswith("Z")}
-        if not alive or time.monotonic() > deadline:
+        gone = not alive and not os.path.exists(ray_dir) and not os.path.exists(checkpoint_dir)
+        if gone or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     assert not alive, f"left running: {alive}"
@@ -306,3 +307,12 @@ def test_the_local_cluster_listens_on_loopback_only_and_wants_the_jobs_token(lau
             p.wait()
     launch.proc.send_signal(signal.SIGTERM)
     assert launch.end() == 128 + signal.SIGTERM, launch.text()
+
+
+def test_a_sigkilled_launcher_leaves_nothing_either(launcher):
+    # nothing can handle SIGKILL: the launcher's watchdog cleans up after it
+    launch = launcher()
+    workers = launch.ready()
+    launch.proc.kill()
+    assert launch.end() == -signal.SIGKILL
+    _assert_nothing_left(launch, workers[0][1])

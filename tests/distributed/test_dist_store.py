@@ -199,6 +199,37 @@ def p3_order(kv, mx):
     return [float(o.asnumpy().min()) for o in outs], errors, sent
 
 
+def p3_overtake(kv, mx, flag):
+    """Rank 0 fills its window with a push the shard must hold (round 2 of
+    'b' before rank 1 has pushed round 1), queues six low-priority pushes,
+    then one high-priority push; then rank 1 releases 'b'."""
+    import os
+    import time
+
+    lows = [f"l{i}" for i in range(6)]
+    keys = ["b"] + lows + ["h"]
+    kv.init(keys, [mx.nd.zeros((1000,)) for _ in keys])
+    one = mx.nd.ones((1000,))
+    if kv.rank == 0:
+        kv.push("b", one, priority=0)      # round 1: pending until rank 1 pushes
+        kv.push("b", one, priority=10)     # round 2: the shard holds it
+        for k in lows:
+            kv.push(k, one, priority=-1)
+        kv.push("h", one, priority=5)      # pushed last
+        open(flag, "w").close()
+    else:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(flag):
+            if time.monotonic() > deadline:
+                raise TimeoutError("rank 0 never queued its pushes")
+            time.sleep(0.02)
+        kv.push("b", one)
+        kv.push(keys, [one] * len(keys))
+    outs = [mx.nd.zeros((1000,)) for _ in keys]
+    kv.pull(keys, out=outs)
+    return [float(o.asnumpy().min()) for o in outs]
+
+
 # ---------------------------------------------------------------- tests
 def test_sync_rounds_equal_the_closed_form_sums(jobs):
     job = jobs.job(3, 2)
@@ -410,10 +441,29 @@ def test_p3_sends_in_priority_order_and_refuses_what_mxnet_refuses(jobs):
     # Every slice reached a shard (a shard is an async actor: it may start
     # concurrent pushes in another order, as a network may deliver them).
     arrived = [str(n) for s in ray.get([s.stats.remote() for s in job.shards])
-               for n in s["arrivals"]]
+               for _, n in s["arrivals"]]
     for key, slices in ((0, 3), (1, 1), (2, 4)):
         names = {n for n in arrived if n.split("#")[0] == str(key)}
         assert len(names) == slices, (key, sorted(names))
+
+
+@pytest.mark.parametrize("window", ["4000", "0"])
+def test_a_p3_push_of_high_priority_overtakes_queued_ones_at_the_shard(jobs, tmp_path, window):
+    import ray
+
+    job = jobs.job(2, 1, p3=True)
+    results = jobs.run(job, p3_overtake, str(tmp_path / "queued"),
+                       env={"MXKV_P3_WINDOW_BYTES": window})
+    assert results == [[2.0] * 8, [2.0] * 8]
+    arrived = [str(n).split("#")[0] for rank, n in
+               ray.get(job.shards[0].stats.remote())["arrivals"] if rank == 0]
+    if window == "4000":
+        # one push (4000 bytes) in flight at a time: 'h' leaves as soon as 'b' is answered
+        assert arrived == ["b", "b", "h"] + [f"l{i}" for i in range(6)], arrived
+    else:
+        # no window: every push is on its way at once, and 'h' reaches the shard
+        # after the six it was meant to overtake
+        assert arrived.index("h") > max(arrived.index(f"l{i}") for i in range(6)), arrived
 
 
 def test_p3_refuses_async(jobs):

@@ -68,14 +68,14 @@ def _arg_reduction(name: str, fn: Callable[..., Any]) -> Callable[..., NDArray]:
             except (ValueError, TypeError, np.exceptions.AxisError) as exc:
                 raise MXNetValueError(f"{name} over axis {axis} of shape {data.shape}: "
                                       f"{exc}") from None
-            res = NDArray(_reduced(xp.asarray(res)).astype(np.float32), data._ctx)
+            res = NDArray(_reduced(xp.asarray(res)).astype(data.dtype), data._ctx)
         if out is not None:
             out[:] = res
             return out
         return res
     reduce.__name__ = name
     reduce.__doc__ = (f"The {name[3:]} position along ``axis`` (of the flattened array by "
-                      "default), as float32 like MXNet's.")
+                      "default), in the array's dtype like MXNet's (int32 for int32).")
     return reduce
 
 

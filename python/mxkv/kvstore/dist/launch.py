@@ -54,6 +54,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from .local_cluster import LocalCluster
 from .processes import LocalProcess, RayProcess, become_subreaper, kill_descendants
 from .supervisor import Interrupted, Supervisor
+from .watchdog import Watchdog
 
 __all__ = ["main", "parse_args"]
 
@@ -170,18 +171,25 @@ def run(args: argparse.Namespace) -> int:
     job = None
     become_subreaper()
     sup.install()
+    dog = Watchdog()   # cleans up should this process die without doing it (SIGKILL)
+    sup.spare.add(dog.proc.pid)  # type: ignore[union-attr]
+
+    def remove_at_end(path: str) -> None:
+        sup.paths.append(path)
+        dog.remove_later(path)
+
     try:
         if address:
             connect(address)
         else:
             cluster = _start_local_ray(args.num_cpus)
             address = cluster.address
-            sup.paths.append(cluster.temp_dir)
+            remove_at_end(cluster.temp_dir)
         sup.install()   # ray.init sets a SIGTERM handler of its own
         job = create_job(args.num_workers, args.num_servers, address=address, p3=args.p3,
                          placement=args.shard_placement)
         if job.owns_checkpoints:
-            sup.paths.append(job.checkpoint_dir)
+            remove_at_end(job.checkpoint_dir)
         _start_processes(args, job, sup, call_timeout_ms)
         _say_where(job, sup)
         code = sup.watch(job)
@@ -200,9 +208,10 @@ def run(args: argparse.Namespace) -> int:
             job.close()
         if cluster is not None:
             cluster.stop()
-        kill_descendants()   # what Ray or a worker left behind, re-parented to us
+        kill_descendants(spare=sup.spare)   # what Ray or a worker left, re-parented to us
         for path in sup.paths:
             shutil.rmtree(path, ignore_errors=True)
+        dog.close()
         sup.uninstall()
 
 

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 __all__ = ["LocalProcess", "RemoteProcess", "RayProcess", "become_subreaper",
            "descendants", "kill_descendants", "signal_group"]
@@ -238,15 +238,16 @@ def descendants(pid: int) -> List[int]:
     return out
 
 
-def kill_descendants(timeout: float = 5.0) -> List[int]:
-    """SIGKILL every process below this one and reap the ones re-parented
-    here, until none is left or ``timeout`` s have passed; returns the pids
-    killed."""
+def kill_descendants(timeout: float = 5.0, spare: Iterable[int] = ()) -> List[int]:
+    """SIGKILL every process below this one but ``spare`` and reap the ones
+    re-parented here, until none is left or ``timeout`` s have passed;
+    returns the pids killed."""
     killed: List[int] = []
+    spare = set(spare)
     deadline = time.monotonic() + timeout
     while True:
         _reap()
-        found = [p for p in descendants(os.getpid()) if not _zombie(p)]
+        found = [p for p in descendants(os.getpid()) if p not in spare and not _zombie(p)]
         if not found or time.monotonic() > deadline:
             return killed
         for pid in found:

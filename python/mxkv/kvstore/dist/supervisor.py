@@ -11,6 +11,7 @@
   and the launcher exits with 128 + the signal's number. A second signal
   kills everything at once: the launcher SIGKILLs every process below it,
   removes the job's directories and exits.
+* ``SIGKILL`` to the launcher: :mod:`.watchdog` cleans up after it.
 """
 from __future__ import annotations
 
@@ -51,12 +52,15 @@ class Supervisor:
         What was started (``role`` is ``'worker'`` or ``'server'``).
     paths : list of str
         Directories to remove when killing at once.
+    spare : set of int
+        Processes below this one not to kill (the watchdog).
     """
 
     def __init__(self, grace: float = GRACE) -> None:
         self.grace = grace
         self.procs: List[Tuple[str, int, Any]] = []
         self.paths: List[str] = []
+        self.spare: Set[int] = set()   # processes below this one that outlive it
         self.signum: Optional[int] = None
         self.signal_at: Optional[float] = None
         self.starting = True
@@ -93,7 +97,7 @@ class Supervisor:
                 p.kill_now()
             except Exception:  # noqa: BLE001 - going down regardless
                 pass
-        kill_descendants(timeout=2.0)
+        kill_descendants(timeout=2.0, spare=self.spare)
         for path in self.paths:
             shutil.rmtree(path, ignore_errors=True)
         _say(f"{signal.Signals(signum).name} again: killed")

@@ -249,7 +249,7 @@ class DistKVStore(KVStore):
         for shard, (items, payloads) in self._by_shard(entries).items():
             msg = Message("push", shard, items, self._ray.put(payloads))
             if self._sender is not None:
-                self._sender.submit(priority, msg)
+                self._sender.submit(priority, msg, sum(p.nbytes for p in payloads))
             else:
                 self._chan.send(msg, "push")
 
@@ -282,8 +282,8 @@ class DistKVStore(KVStore):
     def _apply_pull(self, grouped: dict) -> None:
         if not grouped:
             return
-        if self._sender is not None:
-            self._sender.flush()
+        if self._sender is not None:   # this worker's pushes of these keys have left
+            self._sender.flush([p.name for k in grouped for p in self._plan(k, self._data[k])])
         self._chan.reap()
         keys = self._sorted_keys(grouped)
         entries = []
