@@ -147,6 +147,8 @@ class ServerShard:
         self.data_dir = data_dir(job)
         remove_stale(self.data_dir, f"shard{self.index}-")   # an earlier incarnation's
         self.reader = Reader()
+        self.keep_bytes = env("MXKV_KEEP_BYTES", 512 << 20, int, minimum=1)
+        self._pushed = 0
         self.publisher = Publisher(self.data_dir, f"shard{self.index}-{self.incarnation[:8]}",
                                    env("MXKV_SHM_PUBLISH_BYTES", 4 << 30, int, minimum=1))
 
@@ -262,6 +264,8 @@ class ServerShard:
         """Store the initial values of parts (rank 0's); known parts are kept."""
         names = [n for n, _ in items]
         await self._check(incarnation, names)
+        if isinstance(payloads, ShmBatch):   # (init copies what it stores)
+            payloads = self.reader.views(payloads)
         fresh = [(n, s, p) for (n, s), p in zip(items, payloads) if not self.book.has(n)]
         if fresh:
             for name, shape, payload in fresh:
@@ -313,8 +317,16 @@ class ServerShard:
                 self.kv.push(name, vals)
                 self.book.complete(name)
                 changed = True
+        self._pushed += sum(p.nbytes for p in payloads if isinstance(p, np.ndarray))
         if changed:
-            self._changed()
+            if self._pushed >= self.keep_bytes:
+                # the workers keep every push until a checkpoint covers it:
+                # past MXKV_KEEP_BYTES of them, checkpoint now (a big key's
+                # pushes are not kept round after round)
+                self._pushed = 0
+                self._changed(force=True)
+            else:
+                self._changed()
             await self.book.changed()
         return [self.durable.get(n, -1) for n in names]
 

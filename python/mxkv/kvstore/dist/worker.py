@@ -31,7 +31,7 @@ from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
 from ..base import _local_comm
 from ..keys import key_name
-from ..local import KVStore
+from ..local import KVStore, _stype
 from .channel import Call, Channel, Message
 from .job import NAMESPACE, JobEnv, connect, coordinator_name, host_label
 from .shard import CMD_COMPRESSION, CMD_OPTIMIZER, CMD_UPDATER
@@ -222,20 +222,46 @@ class DistKVStore(KVStore):
 
     # ------------------------------------------------------------ init
     def _apply_init(self, pairs: list, is_str: bool) -> None:
-        super()._apply_init(pairs, is_str)
+        # As the local store's, except that a dense value is not copied and
+        # kept here: the servers hold it; this worker keeps its shape and
+        # dtype only (np.zeros: pages the OS maps only when touched, and it
+        # is never written or read), so a big key is not held twice.
+        # Row-sparse values are kept (their rows are planned).
         if not pairs:
             return
         entries = []
         with self._lock:
-            for k, _ in pairs:
+            for k, v in pairs:
+                if isinstance(v, RowSparseNDArray):
+                    stored = v.copyto(self._store_ctx)
+                    source = stored
+                else:
+                    dt = np.dtype(v.dtype)
+                    blank = np.zeros(tuple(v.shape), dt)
+                    blank.flags.writeable = False
+                    stored = NDArray(blank, self._store_ctx)
+                    source = v
+                self._data.set(k, stored)
+                self._init_stype[k] = _stype(stored)
+                self._order[k] = len(self._order)
+                self._comm.init(k, stored.shape, stored.dtype, _stype(stored))
                 self._seq[k] = 0
-                stored = self._data[k]
-                for part, payload in self._payloads(k, stored, False):
-                    entries.append((part, part.shape, payload))
+                if self._rank == 0:
+                    for part, payload in self._payloads(k, source, False):
+                        entries.append((part, part.shape, payload))
+                else:
+                    for part in self._plan(k, stored):
+                        entries.append((part, part.shape, None))
+            self._key_is_str = is_str
         groups = self._by_shard(entries)
         if self._rank == 0:
             for shard, (items, payloads) in groups.items():
-                msg = Message("init", shard, items, self._ray.put(payloads))
+                arrays = as_arrays(payloads) if self._fast(shard) else None
+                if arrays is not None:
+                    batch, release = self._pool(shard).pack(arrays)
+                    msg = Message("init", shard, items, batch, release=release)
+                else:
+                    msg = Message("init", shard, items, self._ray.put(payloads))
                 self._chan.send(msg, "init")
             self._chan.reap(block=True)
         else:
