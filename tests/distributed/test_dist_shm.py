@@ -139,3 +139,19 @@ def test_a_pull_that_raced_with_a_rewrite_asks_again_through_the_object_store(jo
         assert calls[0] and all(calls[0].values())       # first through shared memory
         assert calls[-1] and not any(calls[-1].values())  # then through the object store
         assert a == [3.0] * 4 and lo == hi == 4.0
+
+
+def test_a_big_pulled_batch_is_unmapped_once_read_and_reads_the_same_again(tmp_path,
+                                                                           monkeypatch):
+    from mxkv.kvstore.dist import shm
+
+    monkeypatch.setattr(shm, "FORGET_BYTES", 1)
+    pub = Publisher(str(tmp_path), "shard0-x", max_bytes=1 << 30)
+    reader = Reader()
+    value = np.arange(300_000, dtype=np.float32)
+    batch = pub.publish(("a",), [value])
+    np.testing.assert_array_equal(reader.views(batch)[0], value)
+    reader.done(batch)                          # the pages leave this process's mapping
+    np.testing.assert_array_equal(reader.views(batch)[0], value)   # not the file's data
+    assert reader.still(batch)
+    pub.close()

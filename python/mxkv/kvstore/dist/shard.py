@@ -149,6 +149,7 @@ class ServerShard:
         self.reader = Reader()
         self.keep_bytes = env("MXKV_KEEP_BYTES", 512 << 20, int, minimum=1)
         self._pushed = 0
+        self._await_write = False
         self.publisher = Publisher(self.data_dir, f"shard{self.index}-{self.incarnation[:8]}",
                                    env("MXKV_SHM_PUBLISH_BYTES", 4 << 30, int, minimum=1))
 
@@ -274,7 +275,15 @@ class ServerShard:
                 self.book.add_part(name)
             self._changed(force=True)
             await self.book.changed()
+            await self._written()   # rank 0 may then reuse the init's segments
         return [self.durable.get(n, -1) for n in names]
+
+    async def _written(self, limit: float = 10.0) -> bool:
+        """Wait (without blocking the loop) until the checkpoint writer is idle."""
+        deadline = time.monotonic() + limit
+        while self.writer.busy() and time.monotonic() < deadline:
+            await asyncio.sleep(0.002)
+        return not self.writer.busy()
 
     async def wait_init(self, incarnation: str, names: Sequence[Any]) -> None:
         """Wait until rank 0 has initialized every part in ``names``."""
@@ -325,6 +334,7 @@ class ServerShard:
                 # pushes are not kept round after round)
                 self._pushed = 0
                 self._changed(force=True)
+                self._await_write = True
             else:
                 self._changed()
             await self.book.changed()
@@ -365,6 +375,10 @@ class ServerShard:
                 self._checkpoint(dict(zip(names, await ref)))
         while len(self._snapshots) > 4:  # workers ask for the same round together
             self._snapshots.popitem(last=False)
+        if self._await_write:
+            # a checkpoint forced by MXKV_KEEP_BYTES: answer once it is written,
+            # so the workers learn now that they may reuse this round's pushes
+            self._await_write = not await self._written()
         return [ref, [self.durable.get(n, -1) for n in names]]
 
     async def row_sparse_pull(self, incarnation: str, rank: int,

@@ -46,6 +46,9 @@ __all__ = ["ShmBatch", "Segment", "PushPool", "Publisher", "Reader", "data_dir",
 #: Bytes before the first part: the generation (uint64) and padding.
 HEADER = 64
 _ALIGN = 64
+#: A pulled batch at least this big is unmapped from the worker once read
+#: (:meth:`Segment.forget`): big keys are not counted in the worker's memory.
+FORGET_BYTES = 128 << 20
 
 
 def enabled() -> bool:
@@ -101,8 +104,8 @@ class Segment:
     ----------
     path : str
     size : int
-        Bytes; when ``create``, the file is made (and its pages touched
-        once, so rounds never pay first-touch page faults).
+        Bytes, when ``create`` (the file is made; its pages are allocated
+        by the first write, and reused by every later one).
     create : bool
     writable : bool
     """
@@ -124,8 +127,6 @@ class Segment:
             os.close(fd)
         self.size = size
         self.buf = np.frombuffer(self._mm, np.uint8)   # read-only when the map is
-        if create:
-            self.buf[:] = 0
         self._gen = self.buf[:8].view(np.uint64)
 
     @property
@@ -141,6 +142,16 @@ class Segment:
 
     def views(self, batch: ShmBatch) -> List[np.ndarray]:
         return [self.view(o, d, s) for o, d, s in batch.parts]
+
+    def forget(self, batch: ShmBatch) -> None:
+        """Drop this process's page mappings of a batch's bytes (the file
+        keeps them): a big pulled value is then not counted twice, in the
+        shard and in every worker that read it. The next read maps them
+        again (minor faults, no copy)."""
+        lo = batch.parts[0][0] // mmap.PAGESIZE * mmap.PAGESIZE if batch.parts else 0
+        hi = min(self.size, HEADER + batch.nbytes + _ALIGN * len(batch.parts))
+        if hi > lo:
+            self._mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
     def close(self, unlink: bool = False) -> None:
         self.buf = None
@@ -244,6 +255,11 @@ class Reader:
     def still(self, batch: ShmBatch) -> bool:
         """Whether the batch's segment still holds what it held when sent."""
         return self.segment(batch.path).gen == batch.gen
+
+    def done(self, batch: ShmBatch) -> None:
+        """The batch was read: forget its pages when it is big (``FORGET_BYTES``)."""
+        if batch.nbytes >= FORGET_BYTES:
+            self.segment(batch.path).forget(batch)
 
     def forget(self, prefix: str) -> None:
         with self._lock:

@@ -359,6 +359,8 @@ class DistKVStore(KVStore):
             if values is not None:
                 self._copy_out(keys, grouped, values)
                 stale = [s for s, b in batches.items() if not self._reader.still(b)]
+                for b in batches.values():
+                    self._reader.done(b)
             else:
                 stale = batches   # a segment was gone before it was read
             if not stale:
