@@ -199,7 +199,9 @@ def main() -> int:
     for name, w, s, main_row in rows:
         med = {side: _med([r["median_s"] for r in results[name][side]]) for side in sides}
         med["floor"] = _med(floors[name])
-        vs_gloo = med["mxkv"] / med["gloo_bucket"] if med.get("gloo_bucket") else None
+        # (one process has nothing to all-reduce: no ratio against ~0)
+        vs_gloo = med["mxkv"] / med["gloo_bucket"] if med.get("gloo_bucket") and w > 1 \
+            else None
         vs_mxnet = med["mxkv"] / med["mxnet"]
         ok = None
         if main_row:
