@@ -1,4 +1,5 @@
-# mxkv — the two commands a newcomer needs: `make tutorial` and `make test`.
+# mxkv — the commands a newcomer needs: `make tutorial`, `make test-fast` (the
+# inner loop) and `make test` (everything, what CI runs).
 # Each sets up what is missing (a .venv with the package and its test extras,
 # py4j and JPype1 among them; Debian's clojure package; the compiled bridge
 # classes), then runs.
@@ -9,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-sweeps gpu-check lint clean
+.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-sweeps gpu-check gpu-check-quick lint clean
 
 all: test
 
@@ -30,6 +31,13 @@ clojure: $(STAMP)
 
 # The Clojure suite runs inside test-interop, over Py4J and over JPype.
 test: test-python test-interop
+
+# The inner loop: every test that needs no JVM, no Ray cluster and not the
+# docs runner (tests/conftest.py marks those by directory and fixture), so no
+# Clojure set-up either. About a minute on 2 cores; `make test` runs the rest.
+FAST_MARKS := not (jvm or ray or docs)
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "$(FAST_MARKS)" tests
 
 # The Python suite launches Clojure workers too (tests/distributed): it needs the JVM side.
 test-python: clojure
@@ -79,9 +87,20 @@ bench-record: $(STAMP)
 gpu-check:
 	bash tools/gpu-check.sh
 
-# Fails on any finding; CI runs it before the tests.
+# At most 5 minutes from a clean clone: only the GPU run's packages, the
+# requires_gpu tests on real and 4 virtual GPUs, the stress test, gpu_bench
+# x2, one summary (gpu-check-summary.txt). Without a GPU: the simulated part,
+# then one line saying so, exit 0.
+gpu-check-quick:
+	bash tools/gpu-check-quick.sh
+
+# Fails on any finding; CI runs it before the tests. import_cycles fails on an
+# import cycle not listed in tools/import_cycles_allow.txt; docstrings when
+# fewer public modules, classes and functions than its FLOOR carry one.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check python tests tools benchmarks interop-tests setup.py
+	$(VENV)/bin/ruff check python tests tools benchmarks interop-tests examples setup.py
+	$(PY) tools/import_cycles.py
+	$(PY) tools/docstrings.py
 
 clean:
 	rm -rf $(VENV) clojure/classes build python/*.egg-info python/mxkv/_clojure

@@ -11,7 +11,15 @@ Measured in one run, on one machine:
    second; ``ratio`` = algbw / the copy bandwidth of the same kind of link
    (target 0.8);
 3. the 2-bit (and 1-bit) kernels' throughput on 64 Mi float32 values, in
-   GB/s of gradient read and in G values/s.
+   GB/s of gradient read and in G values/s;
+4. host copies of 64 MB to and from pinned (``cpu_pinned``) and pageable
+   memory, GB/s: what every GPU push and pull of a stored value crosses;
+5. store-level steps: ``kv.push`` from every GPU then ``kv.pull`` into every
+   GPU, 64 MB per GPU, for the ``local``, ``device`` and (on 2 or more real
+   GPUs) ``nccl`` stores: milliseconds per step and the GB/s of gradients
+   pushed (n x 64 MB / time).
+
+``GPU_BENCH_REPS`` (default 5) sets the repetitions; the median is reported.
 
 Prints one JSON object per line, then a summary line.
 """
@@ -78,6 +86,49 @@ def reduce_bandwidth(devs, comm_name: str = "device") -> float:
     return (len(devs) - 1) * SIZE / t / 1e9
 
 
+STEP_VALUES = 16 * 1024 * 1024  # float32 values per GPU in a store step (64 MB)
+
+
+def host_copies(cp) -> dict:
+    """Device-to-host and host-to-device GB/s of 64 MB, pinned and pageable."""
+    from mxkv import context
+
+    nbytes = STEP_VALUES * 4
+    with cp.cuda.Device(0):
+        dev = cp.ones(STEP_VALUES, cp.float32)
+        pinned = context.empty_host(context.cpu_pinned(0), (STEP_VALUES,), np.float32)
+        pageable = np.empty(STEP_VALUES, np.float32)
+        res = {}
+        for name, host in (("pinned", pinned), ("pageable", pageable)):
+            down = _time(cp, lambda h=host: dev.get(out=h))
+            up = _time(cp, lambda h=host: dev.set(h))
+            res[f"d2h_{name}_GBps"] = round(nbytes / down / 1e9, 1)
+            res[f"h2d_{name}_GBps"] = round(nbytes / up / 1e9, 1)
+    return res
+
+
+def store_step(devs, kind: str) -> dict:
+    """One training step's store traffic: push from every GPU, pull into every GPU."""
+    import mxkv as mx
+
+    cp = mx.context.cupy_or_none()
+    with mx.kv.create(kind) as kv:
+        kv.init(0, mx.nd.zeros((STEP_VALUES,)))
+        grads = [mx.nd.ones((STEP_VALUES,), ctx=d) for d in devs]
+        outs = [mx.nd.zeros((STEP_VALUES,), ctx=d) for d in devs]
+
+        def step():
+            kv.push(0, grads)
+            kv.pull(0, out=outs)
+
+        t = _time(cp, step)
+        got = {float(o[0:1].asnumpy()[0]) for o in outs}
+        if got != {float(len(devs))}:
+            raise SystemExit(f"wrong push+pull result on the {kind} store: {got}")
+    return {"ms": round(t * 1e3, 2),
+            "push_GBps": round(len(devs) * STEP_VALUES * 4 / t / 1e9, 1)}
+
+
 def kernel_throughput(cp, kind: str) -> dict:
     from mxkv.kvstore.compression import GradientCompression
 
@@ -127,6 +178,16 @@ def main() -> int:
             bw = reduce_bandwidth([mx.gpu(i) for i in range(n)], comm)
             rows.append(_emit(what=f"reduce_{n}x256MB_real_{comm}", algbw_GBps=round(bw, 1),
                               ratio=round(bw / peer_bw, 3)))
+    _emit(what="host_copies_64MB", **host_copies(cp))
+    if real >= 2:
+        for kind in ("local", "device", "nccl"):
+            _emit(what=f"store_push_pull_{n}x64MB_real_{kind}", **store_step(
+                [mx.gpu(i) for i in range(n)], kind))
+        os.environ["MXKV_VIRTUAL_GPUS"] = "4"
+        context._reset_devices()
+    for kind in ("local", "device"):
+        _emit(what=f"store_push_pull_4x64MB_virtual_{kind}", **store_step(
+            [mx.gpu(i) for i in range(4)], kind))
     for kind in ("2bit", "1bit"):
         _emit(what=f"kernels_{kind}", values=N_VALUES, **kernel_throughput(cp, kind))
     best = max(r["ratio"] for r in rows)

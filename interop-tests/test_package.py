@@ -68,6 +68,12 @@ def test_the_wheel_carries_the_clojure_side(installed, transport):
            "jpype": ["JPypeTransport.class", "DirectEngine.class"]}[transport]
     for cls in own:
         assert f"org/apache/clojure_mxnet/bridge/{cls}" in jar_names
+    # every namespace compiled ahead of time, beside its source
+    for ns in ("kvstore", "ndarray", "bridge", "bridge/connection", "optimizer", "util"):
+        assert f"org/apache/clojure_mxnet/{ns}__init.class" in jar_names, ns
+    # the handle types, JVM classes that survive namespace reloads
+    for cls in ("kvstore/KVStore", "ndarray/NDArray", "context/Context"):
+        assert f"org/apache/clojure_mxnet/{cls}.class" in jar_names, cls
 
 
 def test_the_installed_mxkv_is_the_wheels(installed, transport):

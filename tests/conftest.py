@@ -1,18 +1,37 @@
 """Shared test fixtures and markers.
 
+Tiers. ``make test-fast`` runs every test not marked ``jvm``, ``ray`` or
+``docs``; ``make test`` runs them all. The marks are applied here, never by
+hand, so a new test lands in the right tier by where it lives or what it uses:
+
+* by directory: ``tests/distributed/`` is ``ray``, ``interop-tests/`` is ``jvm``;
+* by fixture: a test that uses ``needs_jvm``, ``needs_ray`` or ``docs_runner``,
+  directly or through another fixture (``def my_jvm(needs_jvm): ...``), gets
+  ``jvm``, ``ray`` or ``docs``. The ``needs_*`` fixtures also skip, saying what
+  to install, where the JDK and Clojure jar or Ray are missing.
+
+The docstrings' examples run as tests too (tests/test_doctests.py; those of
+``mxkv.jvm`` through ``needs_jvm``).
+
 ``requires_gpu`` is the one marker for tests that need ``gpu(i)`` contexts
 backed by CUDA through CuPy (real GPUs, or virtual ones with
-``MXKV_VIRTUAL_GPUS``); elsewhere they skip with that reason. Use it as
-``@requires_gpu`` (imported from here) or ``@pytest.mark.requires_gpu``.
-The algorithms they check are also covered on simulated devices (the
-``simulate_gpus`` fixture), so CI exercises them without a GPU.
+``MXKV_VIRTUAL_GPUS``); elsewhere they skip with that reason.
+``@pytest.mark.requires_gpu(n=2)`` asks for ``n`` real CUDA devices (peer
+copies, NCCL), so it also skips on virtual GPUs. The GPU tests live in
+``tests/gpu/``; the algorithms they check are also covered there on
+simulated devices (the ``simulate_gpus`` fixture), so CI exercises them
+without a GPU.
 """
+import shutil
+from pathlib import Path
+
 import pytest
 
 from mxkv import context
+from mxkv.base import MissingDependencyError
 
 GPU_SKIP_REASON = ("needs a CUDA GPU and CuPy (pip install 'mxkv[gpu]'); the same algorithms "
-                   "run on simulated GPUs in tests/test_gpu_*.py")
+                   "run on simulated GPUs in tests/gpu/")
 
 requires_gpu = pytest.mark.requires_gpu
 
@@ -22,18 +41,81 @@ def cuda_gpus_available() -> bool:
     return context.num_gpus() > 0 and context.gpu(0).uses_cupy
 
 
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "requires_gpu: needs a CUDA GPU through CuPy; skipped with a reason elsewhere")
+ROOT = Path(__file__).resolve().parent.parent
+
+# Tier of each directory (relative to the repository root) and fixture.
+TIER_DIRS = {"tests/distributed": "ray", "interop-tests": "jvm"}
+TIER_FIXTURES = {"needs_jvm": "jvm", "needs_ray": "ray", "docs_runner": "docs"}
+
+
+def tiers(item) -> set:
+    """The tier marks (``jvm``, ``ray``, ``docs``) ``item`` gets from its path and fixtures."""
+    used = getattr(item, "fixturenames", ())
+    out = {mark for name, mark in TIER_FIXTURES.items() if name in used}
+    try:
+        rel = Path(str(item.fspath)).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return out
+    out.update(mark for prefix, mark in TIER_DIRS.items()
+               if rel == prefix or rel.startswith(prefix + "/"))
+    return out
 
 
 def pytest_collection_modifyitems(config, items):
-    if cuda_gpus_available():
-        return
+    for item in items:
+        for mark in sorted(tiers(item)):
+            item.add_marker(getattr(pytest.mark, mark))
+    available = cuda_gpus_available()
     skip = pytest.mark.skip(reason=GPU_SKIP_REASON)
     for item in items:
-        if "requires_gpu" in item.keywords:
+        marker = item.get_closest_marker("requires_gpu")
+        if marker is None:
+            continue
+        if not available:
             item.add_marker(skip)
+            continue
+        n = int(marker.kwargs.get("n", marker.args[0] if marker.args else 1))
+        if n > 1 and context.cuda_device_count() < n:
+            item.add_marker(pytest.mark.skip(
+                reason=f"needs {n} real GPUs, {context.cuda_device_count()} visible"))
+
+
+@pytest.fixture(scope="session")
+def needs_jvm():
+    """Use in a test or fixture that starts a JVM: marks it ``jvm`` and skips it,
+    saying what to install, where no JDK or Clojure jar is found."""
+    if not (shutil.which("java") and shutil.which("javac")):
+        pytest.skip("no JDK installed (apt-get install -y default-jdk-headless; "
+                    "`make clojure` sets it up)")
+    from mxkv import classpath
+
+    try:
+        classpath.clojure_jars()
+        classpath.py4j_jar()
+    except MissingDependencyError as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def needs_ray():
+    """Use in a test or fixture that starts a Ray cluster: marks it ``ray`` and
+    skips it where Ray is not installed."""
+    pytest.importorskip("ray", reason="needs Ray: pip install 'mxkv[dist]'")
+
+
+@pytest.fixture(scope="session")
+def docs_runner():
+    """tools/docs_check.py, the runner of the docs' examples; a test using it is ``docs``."""
+    import importlib.util
+    import sys
+
+    if "docs_check" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("docs_check",
+                                                      ROOT / "tools" / "docs_check.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["docs_check"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["docs_check"]
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
 """The shared error hierarchy and the one environment reader."""
+import numpy as np
 import pytest
 
 import mxkv as mx
@@ -47,3 +48,49 @@ def test_env_minimum(monkeypatch):
     monkeypatch.setenv("MXNET_KVSTORE_REDUCTION_NTHREADS", "0")
     with pytest.raises(base.MXNetValueError, match="at least 1"):
         base.env("MXNET_KVSTORE_REDUCTION_NTHREADS", 4, minimum=1)
+
+
+def test_mxnet_base_helpers_have_mxnets_values(monkeypatch):
+    from mxkv.base import integer_types, mx_real_t, mx_uint, numeric_types, py_str, string_types
+    assert isinstance(3, integer_types) and isinstance(np.int64(3), integer_types)
+    assert not isinstance(3.0, integer_types)
+    assert isinstance(np.float16(1), numeric_types) and isinstance(True, numeric_types)
+    assert isinstance("a", string_types) and not isinstance(b"a", string_types)
+    assert py_str(b"caf\xc3\xa9") == "café"
+    assert mx_real_t is np.float32 and mx_uint(7).value == 7
+    monkeypatch.setenv("MXNET_HOME", "/tmp/mxh")
+    assert base.data_dir() == "/tmp/mxh"
+    assert repr(base._Null) == "_Null"
+
+
+def test_classproperty_reads_and_sets_on_the_class():
+    from mxkv.base import _ClassPropertyDescriptor, classproperty
+
+    class Meta(type):
+        def __setattr__(cls, key, value):
+            obj = cls.__dict__.get(key)
+            if isinstance(obj, _ClassPropertyDescriptor):
+                return obj.__set__(cls, value)
+            return super().__setattr__(key, value)
+
+    class A(base.with_metaclass(Meta)):
+        _v = 1
+
+        @classproperty
+        def v(cls):
+            return cls._v
+
+        @v.setter
+        def v(cls, value):
+            cls._v = value
+
+    assert A.v == 1
+    A.v = 5
+    assert A.v == 5 and A()._v == 5
+
+
+def test_not_supported_for_sparse_names_the_function():
+    err = base.NotSupportedForSparseNDArray(len, "op", 1)
+    assert isinstance(err, base.MXNetError)
+    assert str(err) == ('Function len (namely operator "op") with arguments (<class \'int\'>) '
+                        'is not supported for SparseNDArray and only available in NDArray.')

@@ -11,6 +11,7 @@ writes where it is told, never elsewhere, and grows the file without moving
 what the JVM already mapped. That is what is tested here."""
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
@@ -26,6 +27,7 @@ import pytest
 
 from mxkv.bridge import Arena, EngineFacade, remove_stale
 from mxkv.bridge.arena import BOARD, BOARD_SLOTS, HEADER
+from mxkv.bridge.registry import OPS
 from mxkv.bridge.registry import group as _group
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,6 +97,21 @@ def test_tutorial_push_and_pull_through_the_facade(facade):
     a = create(facade, "zeros")[0]
     ok(facade.call("kv.pull", json.dumps([kv, ["3"], [a], 0])))
     assert read(facade, a).tolist() == [3.0] * 6
+
+
+@pytest.mark.parametrize("op", ["kv.push", "kv.pull", "kv.pushpull", "kv.broadcast"])
+@pytest.mark.parametrize("priority", ["1", 1.5, None])
+def test_a_priority_that_is_not_an_int_is_refused_as_mxnet_refuses_it(facade, op, priority):
+    kv = ok(facade.call("kv.create", '["local"]'))[0]
+    a = create(facade)[0]
+    ok(facade.call("kv.init", json.dumps([kv, ["3"], [a]])))
+    args = {"kv.push": [kv, ["3"], [a], priority], "kv.pull": [kv, ["3"], [a], priority],
+            "kv.pushpull": [kv, ["3"], [a], ["3"], [a], priority],
+            "kv.broadcast": [kv, ["4"], [a], ["4"], [a], priority]}[op]
+    e = err(facade.call(op, json.dumps(args)))
+    assert e["python_class"] == "mxkv.base.MXNetTypeError"
+    assert "priority must be an int" in e["message"]
+    ok(facade.call("kv.init", json.dumps([kv, ["4"], [a]])))  # the broadcast left no key
 
 
 def test_engine_errors_come_back_as_data(facade):
@@ -346,18 +363,36 @@ def test_a_call_past_its_deadline_is_dropped_unrun(facade):
     assert stored(facade, kv) == 1.0
 
 
-def test_a_call_waiting_behind_a_busy_engine_past_its_deadline_is_dropped(facade):
-    kv, g = store_with_adder(facade)
-    busy = threading.Thread(target=facade.call, args=("sleep", "[0.5]"))
+@contextlib.contextmanager
+def engine_busy(facade, monkeypatch):
+    """Keep ``facade`` busy with a call (from another thread) that ends only
+    when the block does; yields a list that the call's end appends to."""
+    started, release, ended = threading.Event(), threading.Event(), []
+
+    def hold(self):
+        started.set()
+        release.wait(120)
+        ended.append("the busy call")
+
+    monkeypatch.setitem(OPS, "test.hold", hold)
+    busy = threading.Thread(target=facade.call, args=("test.hold", "[]"))
     busy.start()
-    time.sleep(0.05)
-    t0 = time.monotonic()
-    kind, err = answer(facade.call("kv.push", json.dumps([kv, ["w"], [g]]), now_ms() + 100, 0))
-    waited = time.monotonic() - t0
-    busy.join()
+    try:
+        assert started.wait(120), "the busy call never started"
+        yield ended
+    finally:
+        release.set()
+        busy.join()
+
+
+def test_a_call_waiting_behind_a_busy_engine_past_its_deadline_is_dropped(facade, monkeypatch):
+    kv, g = store_with_adder(facade)
+    with engine_busy(facade, monkeypatch) as ended:
+        kind, err = answer(facade.call("kv.push", json.dumps([kv, ["w"], [g]]),
+                                       now_ms() + 100, 0))
+        assert ended == [], "it gave up at its deadline, not when the engine was free"
     assert kind == "e" and err["type"] == "engine-timeout" and err["may_have_run"] is False
     assert "busy" in err["message"]
-    assert waited < 0.45, "it gave up at its deadline, not when the engine was free"
     assert stored(facade, kv) == 0.0, "not applied after the engine became free either"
 
 
@@ -380,12 +415,22 @@ def test_a_ticket_delivered_twice_runs_once(facade):
     assert stored(facade, kv) == 2.0
 
 
-def test_calls_without_a_deadline_wait_for_the_engine(facade):
-    busy = threading.Thread(target=facade.call, args=("sleep", "[0.2]"))
-    busy.start()
-    time.sleep(0.05)
-    assert facade.call("noop", "[]") == "o"
-    busy.join()
+def test_calls_without_a_deadline_wait_for_the_engine(facade, monkeypatch):
+    answers = []
+
+    def call_noop():
+        result = facade.call("noop", "[]")
+        answers.append((list(ended), result))  # what had ended when it was answered
+
+    with engine_busy(facade, monkeypatch) as ended:
+        waiter = threading.Thread(target=call_noop)
+        waiter.start()
+        # Give it time to reach the busy engine; were it answered while the
+        # engine is busy, ``ended`` would be empty (a slow machine only makes
+        # this test weaker, never failing).
+        waiter.join(0.2)
+    waiter.join()
+    assert answers == [(["the busy call"], "o")]
 
 
 def test_memory_reports_held_arrays_and_the_process(facade):

@@ -6,7 +6,6 @@ interpreter; every page's Clojure blocks run in one JVM over the bridge.
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import sys
 from pathlib import Path
 
@@ -28,8 +27,8 @@ def _id(p: Path) -> str:
 
 
 @pytest.mark.parametrize("page", PY_PAGES, ids=_id)
-def test_python_blocks_run(page):
-    failures = docs_check.run_python_subprocess(page)
+def test_python_blocks_run(page, docs_runner):
+    failures = docs_runner.run_python_subprocess(page)
     assert not failures, "\n".join(failures)
 
 
@@ -38,9 +37,7 @@ _BAD_PAGE = "```clojure\n(def x 1)\n```\n\n```clojure\nuser=> (inc x)\n2\nuser=>
 
 
 @pytest.fixture(scope="module")
-def clojure_results(tmp_path_factory):
-    if not (shutil.which("java") and shutil.which("javac")):
-        pytest.skip("no JDK installed (make clojure sets one up)")
+def clojure_results(tmp_path_factory, needs_jvm, docs_runner):
     bad = tmp_path_factory.mktemp("docs") / "bad.md"
     bad.write_text(_BAD_PAGE)
     pages = {str(p): docs_check.blocks(p, ("clojure",)) for p in [*CLJ_PAGES, bad]}

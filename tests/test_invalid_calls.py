@@ -488,10 +488,99 @@ def bad_row_sparse_pull(draw, w):
                 MXNetError, r"row_ids")
 
 
+BAD_PRIORITIES = [("a", "str"), (None, "NoneType"), (1.5, "float"), (float("nan"), "float"),
+                  (np.float32(1), "float32"), ([1], "list"), (b"1", "bytes"), (1j, "complex")]
+
+
+@st.composite
+def bad_priority(draw, w):
+    bad, name = draw(st.sampled_from(BAD_PRIORITIES + [(None, "NDArray")]))
+    if name == "NDArray":
+        bad = mx.nd.ones((1,))
+    op = draw(st.sampled_from(["push", "pull", "pushpull", "broadcast", "row_sparse_pull",
+                               "dev push", "dev pull", "dev pushpull", "batch"]))
+    v = mx.nd.ones((2, 3))
+    fn = {"push": lambda: w.kv.push("a", v, priority=bad),
+          "pull": lambda: w.kv.pull("a", out=v, priority=bad),
+          "pushpull": lambda: w.kv.pushpull("a", v, priority=bad),
+          "broadcast": lambda: w.kv.broadcast("new", v, out=v, priority=bad),
+          "row_sparse_pull": lambda: w.kv.row_sparse_pull(
+              "r", out=mx.nd.sparse.zeros("row_sparse", RSP_SHAPE),
+              row_ids=mx.nd.array([0]), priority=bad),
+          "dev push": lambda: w.dev.push(0, [v, v], priority=bad),
+          "dev pull": lambda: w.dev.pull(0, out=v, priority=bad),
+          "dev pushpull": lambda: w.dev.pushpull(1, mx.nd.ones((5,)), priority=bad),
+          "batch": lambda: w.kv.push(["a", "b"], [v, mx.nd.ones((4,))], priority=bad)}[op]
+    return Call("bad priority", fn, MXNetTypeError, rf"priority must be an int, got {name}")
+
+
+@st.composite
+def bad_reshape(draw, w):
+    dims = draw(st.sampled_from([(2.0, 3), (np.float32(2), 3), ("2", 3), (None,), "ab",
+                                 ((2, 3),), (2, [3])]))
+    varargs = draw(st.booleans()) and isinstance(dims, tuple) and len(dims) > 1
+    a = mx.nd.ones((6,))
+    fn = (lambda: a.reshape(*dims)) if varargs else (lambda: a.reshape(dims))
+    return Call("bad reshape", fn, MXNetTypeError, r"reshape: shape .* must be a sequence of ints")
+
+
+@st.composite
+def empty_key_list(draw, w):
+    op = draw(st.sampled_from(["init", "push", "pull", "pushpull", "broadcast",
+                               "row_sparse_pull"]))
+    fn = {"init": lambda: w.kv.init([], []), "push": lambda: w.kv.push([], []),
+          "pull": lambda: w.kv.pull([], out=[]), "pushpull": lambda: w.kv.pushpull([], []),
+          "broadcast": lambda: w.kv.broadcast([], [], out=[]),
+          "row_sparse_pull": lambda: w.kv.row_sparse_pull([], out=[], row_ids=[])}[op]
+    return Call("empty key list on a str store", fn, MXNetError,
+                r"an empty key list counts as int keys but this store uses str keys")
+
+
+@st.composite
+def bad_nd_argument(draw, w):
+    which = draw(st.sampled_from(["full", "eye", "clip", "zeros_like", "ones_like", "step",
+                                  "random", "rsp indices", "arange", "index"]))
+    if which == "full":
+        bad = draw(st.sampled_from(["x", None, b"1", object()]))
+        return Call("bad nd argument", lambda: mx.nd.full((2,), bad), MXNetTypeError,
+                    r"fill value must be a number")
+    if which == "eye":
+        n = draw(st.integers(-10 ** 6, -1))
+        return Call("bad nd argument", lambda: mx.nd.eye(n), MXNetValueError,
+                    r"eye: N and M must not be negative")
+    if which == "clip":
+        lo, hi = draw(st.sampled_from([(None, None), (0, None), ("a", 1), (0, [1])]))
+        return Call("bad nd argument", lambda: mx.nd.clip(mx.nd.ones((2,)), lo, hi),
+                    MXNetError, r"clip: invalid parameter format for a_m(in|ax)")
+    if which in ("zeros_like", "ones_like"):
+        bad = draw(st.sampled_from([3, None, np.ones(2), [1.0]]))
+        fn = getattr(mx.nd, which)
+        return Call("bad nd argument", lambda: fn(bad), MXNetTypeError,
+                    rf"{which}: argument data must have NDArray type")
+    if which == "step":
+        return Call("bad nd argument", lambda: mx.nd.ones((4,))[::0], MXNetValueError,
+                    r"slice step cannot be zero")
+    if which == "random":
+        kind = draw(st.sampled_from(["uniform", "normal"]))
+        return Call("bad nd argument", lambda: getattr(mx.nd.random, kind)("a", 1, shape=(2,)),
+                    MXNetValueError, r"parameters must be either NDArray or numbers")
+    if which == "rsp indices":
+        return Call("bad nd argument", lambda: mx.nd.sparse.row_sparse_array(
+            (np.ones((2, 2)), ["a", "b"]), shape=(3, 2)), MXNetTypeError,
+            r"row_sparse indices must be numbers")
+    if which == "arange":
+        bad = draw(st.sampled_from(["a", None, [1]]))
+        return Call("bad nd argument", lambda: mx.nd.arange(bad), MXNetError,
+                    r"arange: start must be a number")
+    bad = draw(st.sampled_from(["a", 1.5, {}]))
+    return Call("bad nd argument", lambda: mx.nd.ones((4,))[bad], MXNetError,
+                r"NDArray does not support slicing with key")
+
+
 FAMILIES = [bad_key_type, mixed_keys, int_key_on_str_store, unknown_key, duplicate_init,
             wrong_shape, wrong_dtype, wrong_context, empty_or_mismatched, nones, nan_inf,
             huge_or_negative_shape, bad_optimizer, bad_compression, bad_path, corrupt_file,
-            bad_row_sparse_pull]
+            bad_row_sparse_pull, bad_priority, bad_reshape, empty_key_list, bad_nd_argument]
 
 
 @pytest.fixture(scope="module")
@@ -500,7 +589,7 @@ def world(tmp_path_factory):
 
 
 def test_generated_invalid_calls_raise_the_documented_error_and_change_nothing(world):
-    tried = Counter()
+    tried, classes = Counter(), Counter()
     before = world.checksum()
 
     @settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
@@ -512,17 +601,22 @@ def test_generated_invalid_calls_raise_the_documented_error_and_change_nothing(w
                 call.fn()
             assert re.search(call.fault, str(info.value)), (call, str(info.value))
             assert not isinstance(info.value, (AssertionError, KeyError, AttributeError))
+            # only MXNet's error class (each of ours is also the builtin MXNet raises)
+            assert isinstance(info.value, MXNetError), (call, repr(info.value))
             tried[call.family] += 1
+            classes[type(info.value).__name__] += 1
         assert world.checksum() == before, calls
 
     run()
     total = sum(tried.values())
     print(f"\ninvalid calls tried: {total} ({dict(sorted(tried.items()))})")
+    print(f"exception classes seen: {dict(sorted(classes.items()))}")
     assert set(tried) >= {"wrong key type", "mixed keys", "unknown key", "duplicate init",
                           "wrong shape", "wrong dtype", "wrong context", "empty list",
                           "mismatched lists", "None", "NaN/Inf", "huge shape",
                           "negative shape", "bad optimizer parameter", "bad compression",
-                          "bad file path", "corrupt file"}
+                          "bad file path", "corrupt file", "bad priority", "bad reshape",
+                          "empty key list on a str store", "bad nd argument"}
     assert total >= min(TARGET, EXAMPLES * CALLS)
     assert total >= TARGET or EXAMPLES < 1000
 

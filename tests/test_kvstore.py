@@ -11,7 +11,8 @@ SHAPE = (2, 3)
 
 @pytest.fixture(params=["local", "device"])
 def kv(request):
-    return mx.kv.create(request.param)
+    with mx.kv.create(request.param) as kv:
+        yield kv
 
 
 def full(v, ctx=None, dtype="float32", shape=SHAPE):
@@ -210,6 +211,17 @@ def test_plugin_registration():
     assert ts.is_capable("optimizer") is False
 
 
+def test_create_builds_a_registered_family_by_substring(monkeypatch):
+    from mxkv.kvstore import base
+
+    monkeypatch.setattr(base, "_FAMILIES", dict(base._FAMILIES))
+    made = []
+    base.register_family("tinyfam", lambda name: made.append(name) or base.TestStore())
+    assert type(mx.kv.create("my_TinyFam_sync")) is base.TestStore
+    assert made == ["my_tinyfam_sync"]
+    assert type(mx.kv.create("local")) is mx.kv.KVStore  # the other names: as before
+
+
 def test_barrier_and_server_commands_are_local_noops(kv):
     kv.init(1, full(1))
     kv._barrier()
@@ -239,3 +251,11 @@ def test_bad_env_knob_is_reported(monkeypatch):
     monkeypatch.setenv("MXNET_KVSTORE_BIGARRAY_BOUND", "lots")
     with pytest.raises(MXNetError, match="MXNET_KVSTORE_BIGARRAY_BOUND"):
         mx.kv.create("local")
+
+
+def test_closing_a_store_frees_its_comm_threads_and_twice_is_harmless():
+    with mx.kv.create("local") as kv:
+        kv._comm.reducer._executor()   # (the pool big reductions start)
+        assert kv._comm.reducer._pool is not None
+    assert kv._comm.reducer._pool is None
+    kv.close()

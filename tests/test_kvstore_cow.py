@@ -14,10 +14,10 @@ N = 1 << 15  # 128 KiB of float32: big enough to be shared
 
 @pytest.fixture(params=["local", "device"])
 def kv(request):
-    kv = mx.kv.create(request.param)
-    kv.init(0, mx.nd.zeros((N,)))
-    kv.init(1, mx.nd.zeros((N,)))
-    return kv
+    with mx.kv.create(request.param) as kv:
+        kv.init(0, mx.nd.zeros((N,)))
+        kv.init(1, mx.nd.zeros((N,)))
+        yield kv
 
 
 def pulled(kv, key=0):

@@ -11,9 +11,9 @@ SHAPE = (2, 3)
 
 @pytest.fixture(params=["local", "device"])
 def kv(request):
-    kv = mx.kv.create(request.param)
-    kv.init(["a", "b"], [mx.nd.ones(SHAPE), mx.nd.ones(SHAPE) * 2])
-    return kv
+    with mx.kv.create(request.param) as kv:
+        kv.init(["a", "b"], [mx.nd.ones(SHAPE), mx.nd.ones(SHAPE) * 2])
+        yield kv
 
 
 def snapshot(kv, keys=("a", "b")):
@@ -153,3 +153,11 @@ def test_failed_push_with_updater_does_not_call_it(kv):
     with pytest.raises(MXNetError):
         kv.push(["a", "b"], [mx.nd.ones(SHAPE), mx.nd.ones((1,))])
     assert calls == []
+
+
+def test_an_empty_call_counts_as_int_keys_but_fixes_no_key_type():
+    kv = mx.kv.create("local")
+    kv.push([], [])          # MXNet: fixes this store to int keys, so a str init then fails
+    kv.init("w", mx.nd.ones((2,)))   # mxkv: an empty call fixes nothing (docs/parity.md)
+    with pytest.raises(MXNetError, match="an empty key list counts as int keys"):
+        kv.pull([], out=[])  # as MXNet, on a store of str keys

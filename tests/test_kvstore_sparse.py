@@ -17,9 +17,9 @@ def rsp(rows, value, shape=SHAPE, ctx=None):
 
 @pytest.fixture(params=["local", "device"])
 def kv(request):
-    kv = mx.kv.create(request.param)
-    kv.init("e", rsp([0, 1, 2, 3, 4, 5], 1))
-    return kv
+    with mx.kv.create(request.param) as kv:
+        kv.init("e", rsp([0, 1, 2, 3, 4, 5], 1))
+        yield kv
 
 
 def pull_rows(kv, key, rows):

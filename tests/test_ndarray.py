@@ -731,3 +731,14 @@ def test_random_seed_repeats_the_draws():
     out = mx.nd.zeros((4,))
     assert mx.random.randint(0, 3, out=out) is out
     assert set(out.asnumpy().tolist()) <= {0, 1, 2}
+
+
+def test_argmax_and_argmin_keep_the_arrays_dtype_as_mxnet():
+    # MXNet 1.9.1: argmax of an int32 array is int32, of float16 float16
+    a = mx.nd.array([[1, 5, 2], [7, 0, 3]], dtype="int32")
+    r = mx.nd.argmax(a, axis=-1)
+    assert r.dtype == np.int32
+    assert r.asnumpy().tolist() == [1, 0]
+    assert mx.nd.argmin(a, axis=0).dtype == np.int32
+    assert mx.nd.argmax(a.astype("float16"), axis=1).dtype == np.float16
+    assert mx.nd.argmax(a).asnumpy().tolist() == [3]

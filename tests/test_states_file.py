@@ -6,6 +6,7 @@ import io
 import json
 import os
 import pickle
+import pickletools
 
 import numpy as np
 import pytest
@@ -19,6 +20,31 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "mxnet_states")
 EXPECTED = json.load(open(os.path.join(GOLDEN, "expected.json")))
 
 
+def _dtype(case):
+    return "float16" if case["kwargs"].get("multi_precision") else "float32"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED["cases"]))
+def test_mxkv_writes_the_states_file_mxnet_writes_byte_for_byte(name, tmp_path):
+    # The training tools/golden_states.py ran on MXNet, then save_optimizer_states:
+    # the bytes are MXNet's own (mxkv's CRC trailer aside, which MXNet's pickle
+    # never reads), so MXNet's load_optimizer_states resumes an mxkv run exactly.
+    case = EXPECTED["cases"][name]
+    keys, dt = EXPECTED["keys"], _dtype(case)
+    kv = mx.kv.create("local")
+    kv.init(keys, [mx.nd.array(EXPECTED["init"][str(k)], dtype=dt) for k in keys])
+    kv.set_optimizer(mx.optimizer.create(case["optimizer"], **case["kwargs"]))
+    for step in range(2):
+        g = EXPECTED["grads"][step]
+        kv.push(keys, [mx.nd.array(g[str(k)], dtype=dt) for k in keys])
+    path = str(tmp_path / "mxkv.states")
+    kv.save_optimizer_states(path, dump_optimizer=case["dump_optimizer"])
+    ours = open(path, "rb").read()
+    assert ours[-12:-4] == mx.fileio.TRAILER
+    theirs = open(os.path.join(GOLDEN, name + ".states"), "rb").read()
+    assert ours[:-12] == theirs
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED["cases"]))
 def test_mxnet_states_files_load_and_training_continues_as_in_mxnet(name):
     # As tools/golden_states.py resumed on MXNet: the weights at the save, the
@@ -29,17 +55,18 @@ def test_mxnet_states_files_load_and_training_continues_as_in_mxnet(name):
     kwargs = dict(case["kwargs"])
     if case["dump_optimizer"]:
         kwargs["learning_rate"] = EXPECTED["wrong_learning_rate"]
+    dt = _dtype(case)
     kv = mx.kv.create("local")
-    kv.init(keys, [mx.nd.array(case["weights_at_save"][str(k)]) for k in keys])
+    kv.init(keys, [mx.nd.array(case["weights_at_save"][str(k)], dtype=dt) for k in keys])
     kv.set_optimizer(mx.optimizer.create(case["optimizer"], **kwargs))
     kv.load_optimizer_states(os.path.join(GOLDEN, name + ".states"))
     g = EXPECTED["grads"][2]
-    kv.push(keys, [mx.nd.array(g[str(k)]) for k in keys])
-    outs = [mx.nd.zeros(np.array(case["resumed"][str(k)]).shape) for k in keys]
+    kv.push(keys, [mx.nd.array(g[str(k)], dtype=dt) for k in keys])
+    outs = [mx.nd.zeros(np.array(case["resumed"][str(k)]).shape, dtype=dt) for k in keys]
     kv.pull(keys, out=outs)
     for k, o in zip(keys, outs):
-        np.testing.assert_allclose(o.asnumpy(), case["resumed"][str(k)],
-                                   rtol=1e-6, atol=1e-7, err_msg=f"{name}, key {k}")
+        np.testing.assert_array_equal(o.asnumpy(), np.array(case["resumed"][str(k)], dt),
+                                      err_msg=f"{name}, key {k}")
     if case["dump_optimizer"]:
         assert type(kv._updater.optimizer).__name__.lower() == case["optimizer"]
         assert kv._updater.optimizer.lr == case["kwargs"]["learning_rate"]
@@ -72,7 +99,8 @@ def trained(tmp_path):
     kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9))
     for _ in range(2):
         kv.push([0, 1], [mx.nd.ones((4,)), mx.nd.ones((2, 3))])
-    return kv
+    yield kv
+    kv.close()
 
 
 def snapshot(kv):
@@ -252,9 +280,19 @@ def test_every_flipped_byte_of_an_mxkv_states_file_is_caught(trained, tmp_path):
     trained.save_optimizer_states(path, dump_optimizer=True)
     data = open(path, "rb").read()
     assert data[-12:-4] == mx.fileio.TRAILER
-    assert pickle.loads(data)  # pickle itself never reads past STOP
+    ops = list(pickletools.genops(data))  # pickle itself never reads past STOP
+    assert ops[-1][0].name == "STOP" and ops[-1][2] == len(data) - 13
     for i in range(len(data)):
         bad = bytearray(data)
         bad[i] ^= 0x10
         with pytest.raises(MXNetIOError, match="corrupted"):
             read_states(bytes(bad), "flipped")
+
+
+def test_states_files_of_earlier_mxkv_versions_still_load():
+    # mxkv before MXNet's format pickled each array as a _SavedArray record
+    opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9)
+    old = pickle.dumps(({3: _SavedArray(mx.nd.array([0.5, -1.0]))}, opt))
+    loaded = read_states(old, "old file")
+    assert loaded.states[3].asnumpy().tolist() == [0.5, -1.0]
+    assert isinstance(loaded.optimizer, mx.optimizer.SGD) and loaded.optimizer.momentum == 0.9

@@ -1,5 +1,5 @@
 """The KVStore updater: lazy per-key states, save/restore, optimizer dump."""
-import pickle
+import pickletools
 
 import numpy as np
 import pytest
@@ -117,13 +117,36 @@ def test_dump_optimizer_restores_its_schedule_and_counts():
     assert restored.learning_rate == pytest.approx(0.1)
 
 
-def test_saved_states_are_plain_data():
-    up = mx.optimizer.get_updater(mx.optimizer.Adam())
+def _globals(blob: bytes) -> set:
+    """The (module, name) pairs a pickle names (protocol 4: two strings, STACK_GLOBAL)."""
+    ops = list(pickletools.genops(blob))
+    strings = [a for op, a, _ in ops if op.name in ("SHORT_BINUNICODE", "BINUNICODE")]
+    found, last = set(), []
+    for op, arg, _ in ops:
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE"):
+            last = (last + [arg])[-2:]
+        elif op.name == "STACK_GLOBAL":
+            found.add(tuple(last))
+        elif op.name == "GLOBAL":
+            found.add(tuple(arg.split(" ")))
+    assert strings
+    return found
+
+
+def test_saved_states_name_only_mxnets_classes():
+    # (the handle is a bytearray, as MXNet's ctypes2buffer gives)
+    up = mx.optimizer.get_updater(mx.optimizer.Adam(
+        lr_scheduler=mx.lr_scheduler.FactorScheduler(step=2, base_lr=0.1)))
     up(0, mx.nd.ones((2,)), mx.nd.ones((2,)))
-    states = pickle.loads(up.get_states())
-    mean = states[0][0]
-    assert isinstance(mean.array, np.ndarray)
-    assert (mean.device_type, mean.device_id) == ("cpu", 0)
+    arrays = {("mxnet.ndarray.ndarray", "NDArray"), ("builtins", "bytearray")}
+    assert _globals(up.get_states()) == arrays
+    assert _globals(up.get_states(dump_optimizer=True)) == arrays | {
+        ("mxnet.optimizer.optimizer", "Adam"), ("mxnet.lr_scheduler", "FactorScheduler")}
+    back = mx.optimizer.get_updater(mx.optimizer.Adam())
+    back.set_states(up.get_states(dump_optimizer=True))
+    assert [s.asnumpy().tolist() for s in back.states[0]] == \
+        [s.asnumpy().tolist() for s in up.states[0]]
+    assert back.optimizer._index_update_count == {0: 1}
 
 
 def test_multi_precision_states_round_trip():

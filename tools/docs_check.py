@@ -245,7 +245,7 @@ def _parse_result(edn: str):
 
 
 def default_pages() -> List[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -5,7 +5,8 @@ two pushes and ``save_optimizer_states`` writes the file (with or without
 ``dump_optimizer``). Then MXNet resumes from it: a fresh store initialized
 with the weights at the save, the optimizer set (with a wrong learning rate
 when the file carries its own optimizer, which must win), the file loaded,
-one more push. The files go to ``tests/golden/mxnet_states/<case>.states``,
+one more push. (The float16 cases train float16 weights with
+``multi_precision``.) The files go to ``tests/golden/mxnet_states/<case>.states``,
 the inputs and results to ``tests/golden/mxnet_states/expected.json``;
 ``tests/test_states_file.py`` resumes the same way in mxkv (through the
 restricted unpickler) and compares.
@@ -30,7 +31,16 @@ CASES = [
     ("sgd_momentum_dump", "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4}, True),
     ("adam_states", "adam", {"learning_rate": 0.01}, False),
     ("adam_dump", "adam", {"learning_rate": 0.01, "wd": 0.001}, True),
+    ("sgd_fp16_multi_precision_states", "sgd",
+     {"learning_rate": 0.1, "momentum": 0.9, "multi_precision": True}, False),
+    ("sgd_fp16_multi_precision_dump", "sgd",
+     {"learning_rate": 0.1, "momentum": 0.9, "multi_precision": True}, True),
 ]
+
+
+def dtype_of(kwargs):
+    """float16 weights for the multi-precision cases, else float32."""
+    return "float16" if kwargs.get("multi_precision") else "float32"
 
 
 def grads(step):
@@ -50,23 +60,24 @@ def main():
     for name, opt, kwargs, dump in CASES:
         path = os.path.join(OUT, name + ".states")
         kv = mx.kv.create("local")
-        kv.init(KEYS, [mx.nd.array(init[k]) for k in KEYS])
+        dt = dtype_of(kwargs)
+        kv.init(KEYS, [mx.nd.array(init[k], dtype=dt) for k in KEYS])
         kv.set_optimizer(mx.optimizer.create(opt, **kwargs))
         for step in range(2):
             g = grads(step)
-            kv.push(KEYS, [mx.nd.array(g[k]) for k in KEYS])
+            kv.push(KEYS, [mx.nd.array(g[k], dtype=dt) for k in KEYS])
         kv.save_optimizer_states(path, dump_optimizer=dump)
-        outs = [mx.nd.zeros(SHAPES[k]) for k in KEYS]
+        outs = [mx.nd.zeros(SHAPES[k], dtype=dt) for k in KEYS]
         kv.pull(KEYS, out=outs)
         at_save = {k: o.asnumpy() for k, o in zip(KEYS, outs)}
 
         resumed = mx.kv.create("local")
-        resumed.init(KEYS, [mx.nd.array(at_save[k]) for k in KEYS])
+        resumed.init(KEYS, [mx.nd.array(at_save[k], dtype=dt) for k in KEYS])
         resumed.set_optimizer(mx.optimizer.create(
             opt, **dict(kwargs, learning_rate=WRONG_LR if dump else kwargs["learning_rate"])))
         resumed.load_optimizer_states(path)
         g = grads(2)
-        resumed.push(KEYS, [mx.nd.array(g[k]) for k in KEYS])
+        resumed.push(KEYS, [mx.nd.array(g[k], dtype=dt) for k in KEYS])
         resumed.pull(KEYS, out=outs)
         out["cases"][name] = {"optimizer": opt, "kwargs": kwargs, "dump_optimizer": dump,
                               "weights_at_save": {str(k): v.tolist()

@@ -15,13 +15,20 @@ the error is also that builtin, so code written for either catches it::
     +-- MXNetTimeoutError (TimeoutError)
     +-- DeadNodeError
 
+It also carries the public helpers of ``mxnet.base`` that user code imports
+(``integer_types``, ``string_types``, ``numeric_types``, ``py_str``,
+``mx_real_t``, ``mx_uint``..., ``_Null``, ``classproperty``, ``data_dir``),
+with MXNet's values, so ``from mxnet.base import ...`` lines work unchanged.
+
 Every environment knob (MXNet's ``MXNET_*``/``DMLC_*`` and mxkv's own
 ``MXKV_*``) is read through :func:`env`, so a bad value always gives the
 same clear error naming the variable.
 """
 from __future__ import annotations
 
+import ctypes
 import os
+import platform
 from typing import Any, Callable, Optional, TypeVar
 
 import numpy as np
@@ -30,10 +37,54 @@ __all__ = [
     "MXNetError", "MXNetValueError", "MXNetTypeError", "MXNetIndexError", "MXNetIOError",
     "MXNetMemoryError",
     "UnknownOptimizerError", "MissingDependencyError", "MXNetTimeoutError", "DeadNodeError",
-    "numeric_types", "env",
+    "NotImplementedForSymbol", "NotSupportedForSparseNDArray",
+    "integer_types", "numeric_types", "string_types", "py_str", "mx_real_t", "mx_int",
+    "mx_uint", "mx_float", "mx_float_p", "classproperty", "with_metaclass", "data_dir",
+    "data_dir_default", "register_error", "error_types", "env",
 ]
 
+# MXNet's public helpers (mxnet.base), with MXNet's values.
+integer_types = (int, np.int32, np.int64)
 numeric_types = (float, int, np.generic)
+string_types = (str,)
+mx_real_t = np.float32
+mx_int = ctypes.c_int
+mx_uint = ctypes.c_uint
+mx_float = ctypes.c_float
+mx_float_p = ctypes.POINTER(mx_float)
+error_types: dict = {}
+
+
+def py_str(x: bytes) -> str:
+    """Decode bytes from the C side as UTF-8 (MXNet's ``py_str``)."""
+    return x.decode("utf-8")
+
+
+def data_dir_default() -> str:
+    """The default data directory: ``%APPDATA%/mxnet`` on Windows, else ``~/.mxnet``."""
+    if platform.system() == "Windows":
+        return os.path.join(os.environ.get("APPDATA", ""), "mxnet")
+    return os.path.join(os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir() -> str:
+    """Where downloaded data lives: ``$MXNET_HOME``, else :func:`data_dir_default`."""
+    return os.getenv("MXNET_HOME", data_dir_default())
+
+
+class _NullType:
+    """Placeholder for an argument not given (MXNet's ``_Null``)."""
+
+    def __repr__(self) -> str:
+        return "_Null"
+
+
+_Null = _NullType()
+
+
+def _as_list(obj: Any) -> Any:
+    """``obj`` if it is a list or tuple, else ``[obj]``."""
+    return obj if isinstance(obj, (list, tuple)) else [obj]
 
 
 class MXNetError(RuntimeError):
@@ -42,6 +93,84 @@ class MXNetError(RuntimeError):
     The message names what is at fault: the key, the shapes or types
     involved, and what was expected.
     """
+
+
+def register_error(func_name: Any = None, cls: Any = None) -> Any:
+    """Register an error class under a name (MXNet's ``register_error``); usable
+    as a decorator, with or without the name."""
+    if callable(func_name):
+        cls, func_name = func_name, func_name.__name__
+
+    def register(mycls: Any) -> Any:
+        error_types[func_name if isinstance(func_name, str) else mycls.__name__] = mycls
+        return mycls
+    return register if cls is None else register(cls)
+
+
+class _NotForKind(MXNetError):
+    _what = ""
+
+    def __init__(self, function: Callable, alias: Optional[str], *args: Any) -> None:
+        super().__init__()
+        self.function = function.__name__
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self) -> str:
+        msg = f"Function {self.function}"
+        if self.alias:
+            msg += f' (namely operator "{self.alias}")'
+        if self.args:
+            msg += f" with arguments ({', '.join(self.args)})"
+        return msg + self._what
+
+
+class NotImplementedForSymbol(_NotForKind):
+    """A function given a Symbol that only NDArrays support (MXNet's error)."""
+
+    _what = " is not implemented for Symbol and only available in NDArray."
+
+
+class NotSupportedForSparseNDArray(_NotForKind):
+    """A function given a sparse array that only dense NDArrays support."""
+
+    _what = " is not supported for SparseNDArray and only available in NDArray."
+
+
+class _ClassPropertyDescriptor:
+    def __init__(self, fget: Any, fset: Any = None) -> None:
+        self.fget, self.fset = fget, fset
+
+    def __get__(self, obj: Any, klass: Any = None) -> Any:
+        return self.fget.__get__(obj, klass if klass is not None else type(obj))()
+
+    def __set__(self, obj: Any, value: Any) -> Any:
+        if not self.fset:
+            raise MXNetError(f"cannot use the setter: {obj!r} to set attribute")
+        klass, obj = (obj, None) if isinstance(obj, type) else (type(obj), obj)
+        return self.fset.__get__(obj, klass)(value)
+
+    def setter(self, func: Any) -> "_ClassPropertyDescriptor":
+        self.fset = func if isinstance(func, (classmethod, staticmethod)) else classmethod(func)
+        return self
+
+
+def classproperty(func: Any) -> _ClassPropertyDescriptor:
+    """A property on the class (MXNet's ``classproperty``)."""
+    return _ClassPropertyDescriptor(
+        func if isinstance(func, (classmethod, staticmethod)) else classmethod(func))
+
+
+def with_metaclass(meta: type, *bases: type) -> type:
+    """A base class with metaclass ``meta`` (six's ``with_metaclass``, as MXNet has it)."""
+    class metaclass(type):
+        def __new__(cls, name, this_bases, d):  # noqa: N804
+            return meta(name, bases, d)
+
+        @classmethod
+        def __prepare__(cls, name, this_bases):
+            return meta.__prepare__(name, bases)
+    return type.__new__(metaclass, "temporary_class", (), {})
 
 
 class MXNetValueError(MXNetError, ValueError):

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import List, Optional
 
 __all__ = ["Layout", "layout", "classpath", "clojure_jars", "py4j_jar", "jar", "build",
-           "build_jar", "default_jvm_opts", "jvm_opts", "MissingDependency"]
+           "build_jar", "aot", "namespaces", "default_jvm_opts", "jvm_opts", "MissingDependency"]
 
 _CLOJURE_JARS = ("clojure.jar", "spec.alpha.jar", "core.specs.alpha.jar")
 #: The package's copy of the Clojure side (written by the wheel build).
@@ -73,6 +73,7 @@ class Layout:
 
     @property
     def tutorial(self) -> Path:
+        """The KVStore tutorial transcript (``kvstore.clj``)."""
         sub = ("clojure", "tutorial") if self.kind == "checkout" else ("tutorial",)
         return self.root.joinpath(*sub, "kvstore.clj")
 
@@ -83,6 +84,7 @@ class Layout:
 
     @property
     def java_sources(self) -> Path:
+        """The directory of the bridge's Java sources."""
         sub = ("clojure", "java") if self.kind == "checkout" else ("java",)
         return self.root.joinpath(*sub)
 
@@ -229,19 +231,73 @@ def build(where: Optional[Layout] = None, quiet: bool = False) -> None:
     classes_dir(where, quiet)
 
 
+def namespaces(src: Path) -> List[str]:
+    """The namespaces of the ``.clj`` files under ``src`` that declare one
+    (``ndarray_operators.clj`` is loaded into ``ndarray``, not one itself)."""
+    out = []
+    for p in sorted(src.rglob("*.clj")):
+        with open(p, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("(ns "):
+                    out.append(line.split()[1].rstrip(")"))
+                    break
+    return out
+
+
+def aot(root: Path, out: Path, quiet: bool = True) -> Path:
+    """Compile every namespace of checkout ``root`` ahead of time into
+    ``out`` (``clojure.core/compile``), so that a JVM loading them from the
+    jar does not compile them at start-up. Returns ``out``."""
+    where = Layout("checkout", root)
+    classes = classes_dir(where, quiet)
+    src = root / "clojure" / "src"
+    out.mkdir(parents=True, exist_ok=True)
+    nss = namespaces(src)
+    p4j = py4j_jar(required=False)
+    cp = os.pathsep.join([str(src), str(classes), *clojure_jars(), *([p4j] if p4j else [])])
+    java = shutil.which("java")
+    if not java:
+        raise MissingDependency("java not found: install a JDK "
+                                "(apt-get install -y default-jdk-headless)")
+    if not quiet:
+        print(f"mxkv: compiling {len(nss)} Clojure namespaces ahead of time into {out}",
+              file=sys.stderr)
+    form = ("(binding [*compile-path* %s] (doseq [n '[%s]] (compile n)))"
+            % (_clj_string(str(out)), " ".join(nss)))
+    subprocess.run([java, "-cp", cp, "clojure.main", "-e", form], check=True,
+                   stdin=subprocess.DEVNULL)
+    return out
+
+
+def _clj_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def build_jar(root: Path, dest: Path, quiet: bool = True) -> Path:
-    """Write ``dest``: the namespaces of checkout ``root`` (``clojure/src``)
-    and its compiled bridge classes, one jar as a Clojure library ships."""
+    """Write ``dest``: the namespaces of checkout ``root`` (``clojure/src``),
+    compiled ahead of time (see :func:`aot`) beside their sources, and its
+    compiled bridge classes, one jar as a Clojure library ships."""
     where = Layout("checkout", root)
     classes = classes_dir(where, quiet)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\nCreated-By: mxkv\r\n\r\n")
-        for base in (root / "clojure" / "src", classes):
-            for p in sorted(base.rglob("*")):
-                if p.is_file() and p.suffix in (".clj", ".cljc", ".class", ".edn"):
-                    z.write(p, p.relative_to(base).as_posix())
+    aot_dir = dest.with_name(dest.name + ".aot")
+    shutil.rmtree(aot_dir, ignore_errors=True)
+    try:
+        aot(root, aot_dir, quiet)
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("META-INF/MANIFEST.MF",
+                       "Manifest-Version: 1.0\r\nCreated-By: mxkv\r\n\r\n")
+            seen = set()
+            for base in (root / "clojure" / "src", classes, aot_dir):
+                for p in sorted(base.rglob("*")):
+                    name = p.relative_to(base).as_posix()
+                    if (p.is_file() and p.suffix in (".clj", ".cljc", ".class", ".edn")
+                            and name not in seen):
+                        seen.add(name)
+                        z.write(p, name)
+    finally:
+        shutil.rmtree(aot_dir, ignore_errors=True)
     os.replace(tmp, dest)
     return dest
 

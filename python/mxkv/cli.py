@@ -17,6 +17,12 @@ Subcommands::
 spawns this Python as its engine; with jpype this Python process hosts the
 JVM (JPype) and the engine runs in it.
 
+With py4j, SIGTERM, SIGINT and SIGHUP sent to ``mxkv`` are forwarded to the
+JVM (killed if it has not ended 10 s later, ``MXKV_CHILD_GRACE_S``), and on
+Linux the JVM gets SIGTERM when ``mxkv`` dies, even by SIGKILL; the JVM's
+shutdown closes its engine, which removes its /dev/shm files (see
+:mod:`mxkv.supervise`). With jpype everything is this one process.
+
 The Clojure side comes from the checkout this command belongs to, else from
 the installed package (see :mod:`mxkv.classpath`). The engine the JVM spawns
 over Py4J is this interpreter unless ``MXKV_PYTHON`` says otherwise.
@@ -25,11 +31,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from typing import List, Optional, Sequence, Tuple
 
 from . import classpath as cp
+from . import supervise
 from .base import MissingDependencyError, env
 
 __all__ = ["main", "java_command", "TRANSPORTS"]
@@ -78,10 +84,7 @@ def _transport(args: List[str]) -> Tuple[str, List[str]]:
 def _run_java(cmd: List[str]) -> int:
     env_ = dict(os.environ)
     env_.setdefault("MXKV_PYTHON", sys.executable)
-    try:
-        return subprocess.call(cmd, env=env_)
-    except KeyboardInterrupt:
-        return 130
+    return supervise.run(cmd, env_)
 
 
 def _run_jpype(main_args: Sequence[str], test: bool = False) -> int:
@@ -122,6 +125,8 @@ def _deps_edn() -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``mxkv`` command with ``argv`` (default ``sys.argv[1:]``);
+    returns its exit code. ``mxkv help`` lists the subcommands."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(__doc__)

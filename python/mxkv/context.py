@@ -30,6 +30,7 @@ import os
 import threading
 import types
 import warnings
+import weakref
 from typing import ClassVar
 
 import numpy as np
@@ -42,12 +43,17 @@ __all__ = [
     "cpu_pinned",
     "cpu_shared",
     "cuda_device_count",
+    "empty_host",
+    "free_pinned_blocks",
     "cupy_or_none",
     "current_context",
     "gpu",
     "gpu_memory_info",
     "gpu_mode",
     "num_gpus",
+    "pinned_memory_available",
+    "register_stream_owner",
+    "synchronize_streams",
     "xp_for",
 ]
 
@@ -194,7 +200,9 @@ def cpu(device_id: int = 0) -> Context:
 
 
 def cpu_pinned(device_id: int = 0) -> Context:
-    """Page-locked CPU memory (plain numpy memory here)."""
+    """Page-locked CPU memory: numpy arrays over CuPy's pinned allocator when
+    CuPy sees a GPU (so copies to and from GPUs are asynchronous DMA), plain
+    numpy memory otherwise (:func:`empty_host`)."""
     return Context("cpu_pinned", device_id)
 
 
@@ -334,3 +342,56 @@ def xp_for(ctx: Context) -> types.ModuleType:
                 else "GPU(s) are visible")
         raise MXNetError(f"context {ctx} is not available: only {limit} {what}")
     return cp
+
+
+# ---------------------------------------------------------------------------
+# Pinned host memory for cpu_pinned.
+
+def pinned_memory_available() -> bool:
+    """Whether ``cpu_pinned`` arrays are page-locked: CuPy imports and sees a
+    real GPU, and the GPUs are not simulated."""
+    return _mode() != "simulated" and cupy_or_none() is not None
+
+
+def empty_host(ctx: Context, shape: tuple, dtype) -> np.ndarray:
+    """An uninitialized numpy array for host context ``ctx``.
+
+    On ``cpu_pinned`` with :func:`pinned_memory_available`, a numpy array over
+    a page-locked block from CuPy's pinned memory pool (``cupyx.empty_pinned``:
+    the array keeps the block alive; the block returns to the pool when the
+    last view goes).
+    Plain ``np.empty`` for every other host context, and everywhere when no
+    GPU is present.
+    """
+    dtype = np.dtype(dtype)
+    if ctx.device_typeid != 3 or not pinned_memory_available():
+        return np.empty(shape, dtype)
+    import cupyx
+
+    return cupyx.empty_pinned(shape, dtype)
+
+
+def free_pinned_blocks() -> None:
+    """Give CuPy's unused pinned blocks back to the system (a no-op without a GPU)."""
+    if "module" in _cupy_state and _cupy_state["module"] is not None:
+        _cupy_state["module"].get_default_pinned_memory_pool().free_all_blocks()
+
+
+# ---------------------------------------------------------------------------
+# Streams: objects that run GPU work on streams of their own (the comms)
+# register here, so wait_to_read and waitall can wait for them without the
+# array layer knowing about stores.
+
+_stream_owners: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def register_stream_owner(owner) -> None:
+    """Register ``owner`` (with a ``synchronize(ctx=None)`` method) until it is collected."""
+    _stream_owners.add(owner)
+
+
+def synchronize_streams(ctx: Context | None = None) -> None:
+    """The host waits for every registered owner's streams on ``ctx``'s device
+    (every device when None)."""
+    for owner in list(_stream_owners):
+        owner.synchronize(ctx)

@@ -49,8 +49,10 @@ def _launch(args, tmp_path, timeout=120, env=None):
 
 
 def _ray_processes():
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "raylet" in line or "gcs_server" in line]
+    # this installation's only: the machine may run other checkouts' clusters meanwhile
+    out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines()
+            if ("raylet" in line or "gcs_server" in line) and sys.prefix in line]
 
 
 def test_launch_runs_workers_and_a_server_process_then_cleans_up(tmp_path):
@@ -74,23 +76,59 @@ def test_a_crashed_worker_fails_the_job_and_is_named(tmp_path):
     assert dead and "rank 1" in dead[0] and "exited with code 3" in dead[0], r.stdout
 
 
-def test_launch_joins_a_multi_node_cluster_by_address(tmp_path, monkeypatch):
+def _placed(address):
+    """{Ray job id: {actor class: sorted node ids}} of every actor the cluster
+    has seen, from Ray's actor table (where Ray ran them, whatever the
+    launcher says)."""
+    import ray
+    from ray._private import state
+
+    ray.init(address=address, log_to_driver=False, configure_logging=False)
+    try:
+        table = state.actors()
+    finally:
+        ray.shutdown()
+    out = {}
+    for info in table.values():
+        where = out.setdefault(info["JobID"], {}).setdefault(info["ActorClassName"], [])
+        where.append(info["Address"]["NodeID"])
+    return {job: {cls: sorted(nodes) for cls, nodes in by.items()} for job, by in out.items()}
+
+
+def test_launch_places_shards_and_workers_on_a_multi_node_cluster(tmp_path, monkeypatch):
     from ray.cluster_utils import Cluster
 
     temp = tempfile.mkdtemp(prefix="mxkv-ray-")
     monkeypatch.setenv("RAY_TMPDIR", temp)   # Ray's session files go there, removed after
+    monkeypatch.setenv("RAY_raylet_start_wait_time_s", "300")   # a loaded machine is slow
     cluster = None
     try:
         cluster = Cluster(initialize_head=True, head_node_args={
             "num_cpus": 1, "object_store_memory": 150 * 1024 * 1024})
         cluster.add_node(num_cpus=1, object_store_memory=150 * 1024 * 1024)
         cluster.wait_for_nodes()
-        # --launcher ray: each worker runs in an actor, spread over the two nodes
+        assert cluster.address.startswith("127.0.0.1:")
+        nodes = sorted(n.node_id for n in cluster.list_all_nodes())
+        assert len(nodes) == 2
+        # --launcher ray, default spread: a shard and a worker on each node
         r = _launch(["-n", "2", "-s", "2", "--launcher", "ray", "--ray-address",
                      cluster.address], tmp_path)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "[worker 1] rank 1 of 2 got [3.0, 3.0]" in r.stdout
-        assert cluster.address.startswith("127.0.0.1:")
+        spread = _placed(cluster.address)
+        # pack: both shards on one node; the worker runs here
+        r = _launch(["-n", "1", "-s", "2", "--shard-placement", "pack", "--ray-address",
+                     cluster.address], tmp_path)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "[worker 0] rank 0 of 1 got [1.0, 1.0]" in r.stdout
+        packed = {job: by for job, by in _placed(cluster.address).items() if job not in spread}
+        [spread] = [by for by in spread.values() if "ServerShard" in by]
+        [packed] = packed.values()
+        print("spread:", spread, "\npacked:", packed, "\nnodes:", nodes)
+        assert spread["ServerShard"] == nodes and spread["RemoteProcess"] == nodes, spread
+        assert len(set(packed["ServerShard"])) == 1 and packed["ServerShard"][0] in nodes
+        assert "RemoteProcess" not in packed
+        assert "pack placement over 2 node(s): shard 0 on node " in r.stderr, r.stderr
     finally:
         if cluster is not None:
             cluster.shutdown()

@@ -33,6 +33,28 @@ def multi_device_push(kv, mx):
     return [o.asnumpy().tolist() for o in outs]
 
 
+def pushpull_to_outs_on_several_gpus(kv, mx, shapes):
+    from mxkv import context
+
+    context._reset_devices()   # the pool's process may have read the knobs before
+    try:
+        gpus = [mx.gpu(0), mx.gpu(1)]
+        keys = list(range(len(shapes)))
+        kv.init(keys, [mx.nd.zeros(s) for s in shapes])
+        got = []
+        for i in range(2):
+            vals = [[mx.nd.ones(s, ctx=g) * (kv.rank + 1) * (d + 1) * (i + 1)
+                     for d, g in enumerate(gpus)] for s in shapes]
+            # several outs per key: one per GPU, and a second one on gpu(0)
+            outs = [[mx.nd.zeros(s, ctx=g) for g in (*gpus, gpus[0])] for s in shapes]
+            kv.pushpull(keys, vals, out=outs)
+            got.append([[(str(o.context), float(o.asnumpy().min()), float(o.asnumpy().max()))
+                         for o in per_key] for per_key in outs])
+        return got
+    finally:
+        context._reset_devices()
+
+
 def init_from_rank0(kv, mx):
     kv.init(["a", "b"], [mx.nd.ones((2, 2)) * (kv.rank + 7), mx.nd.ones((300,)) * (kv.rank + 1)])
     a, b = mx.nd.zeros((2, 2)), mx.nd.zeros((300,))
@@ -164,7 +186,10 @@ def p3_order(kv, mx):
     kv.pull([0, 1, 2], out=outs)  # releases the queue, highest priority first
     errors = []
     for bad in (lambda: kv.set_optimizer(mx.optimizer.SGD()),
-                lambda: kv.set_gradient_compression({"type": "2bit"})):
+                lambda: kv.set_gradient_compression({"type": "2bit"}),
+                lambda: kv.push(0, mx.nd.ones((250,)), priority="a"),
+                lambda: kv.pushpull(0, mx.nd.ones((250,)), priority=1.5),
+                lambda: kv.pull(0, out=mx.nd.ones((250,)), priority=None)):
         try:
             bad()
             errors.append(None)
@@ -172,6 +197,37 @@ def p3_order(kv, mx):
             errors.append(str(exc))
     sent = [int(str(name).split("#")[0]) for names in kv._sender.sent for name in names]
     return [float(o.asnumpy().min()) for o in outs], errors, sent
+
+
+def p3_overtake(kv, mx, flag):
+    """Rank 0 fills its window with a push the shard must hold (round 2 of
+    'b' before rank 1 has pushed round 1), queues six low-priority pushes,
+    then one high-priority push; then rank 1 releases 'b'."""
+    import os
+    import time
+
+    lows = [f"l{i}" for i in range(6)]
+    keys = ["b"] + lows + ["h"]
+    kv.init(keys, [mx.nd.zeros((1000,)) for _ in keys])
+    one = mx.nd.ones((1000,))
+    if kv.rank == 0:
+        kv.push("b", one, priority=0)      # round 1: pending until rank 1 pushes
+        kv.push("b", one, priority=10)     # round 2: the shard holds it
+        for k in lows:
+            kv.push(k, one, priority=-1)
+        kv.push("h", one, priority=5)      # pushed last
+        open(flag, "w").close()
+    else:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(flag):
+            if time.monotonic() > deadline:
+                raise TimeoutError("rank 0 never queued its pushes")
+            time.sleep(0.02)
+        kv.push("b", one)
+        kv.push(keys, [one] * len(keys))
+    outs = [mx.nd.zeros((1000,)) for _ in keys]
+    kv.pull(keys, out=outs)
+    return [float(o.asnumpy().min()) for o in outs]
 
 
 # ---------------------------------------------------------------- tests
@@ -205,11 +261,48 @@ def test_device_sync_merges_a_workers_devices_before_sending(jobs):
         assert outs == [[[12.0] * 4] * 3] * 2   # (1+2+3) per worker, 2 workers
 
 
+def test_device_sync_pushpull_fills_several_outs_on_several_gpus(jobs):
+    # (2, 3) lives whole on one shard; (40, 5) (200 >= 100 elements) is split over both
+    shapes = [(2, 3), (40, 5)]
+    job = jobs.job(2, 2)
+    results = jobs.run(job, pushpull_to_outs_on_several_gpus, shapes, kind="dist_device_sync",
+                       env={**SPLIT, "MXKV_SIMULATE_GPUS": "2"})
+    for got in results:
+        for i, per_key in enumerate(got):
+            # each round: workers 1 and 2 push (1 + 2) * (i + 1) each, stored as the sum
+            want = 9.0 * (i + 1)
+            for outs in per_key:
+                assert [c for c, _, _ in outs] == ["gpu(0)", "gpu(1)", "gpu(0)"]
+                assert all(lo == hi == want for _, lo, hi in outs), (i, outs)
+
+
 def test_init_takes_rank_0s_values(jobs):
     job = jobs.job(2, 2)
     for a, lo, hi in jobs.run(job, init_from_rank0, env=SPLIT):
         assert a == [[7.0, 7.0], [7.0, 7.0]]
         assert lo == hi == 1.0
+
+
+def push_the_same_array_three_times(kv, mx):
+    kv.init("p", mx.nd.zeros((3,)))
+    a = mx.nd.ones((3,)) * (kv.rank + 1)
+    pulled = []
+    for _ in range(3):
+        kv.push("p", a)
+        o = mx.nd.zeros((3,))
+        kv.pull("p", out=o)
+        pulled.append(float(o.asnumpy()[0]))
+    return pulled, a.asnumpy().tolist()
+
+
+def test_a_pull_never_writes_into_the_pushed_array(jobs):
+    # A deviation (docs/parity.md): MXNet's dist stores pull into the array a
+    # one-device push handed over, so pushing it again sends the last pull
+    # (3, 6, 12 with 2 workers); mxkv's pushed array stays what it was.
+    job = jobs.job(2, 1)
+    for rank, (pulled, a) in enumerate(jobs.run(job, push_the_same_array_three_times)):
+        assert pulled == [3.0, 3.0, 3.0]
+        assert a == [rank + 1.0] * 3
 
 
 def test_optimizer_on_the_servers_equals_a_local_store(jobs):
@@ -339,6 +432,8 @@ def test_p3_sends_in_priority_order_and_refuses_what_mxnet_refuses(jobs):
     for mins, errors, sent in results:
         assert mins == [3.0, 3.0, 3.0]
         assert "P3" in errors[0] and "P3" in errors[1]
+        # a priority that is not an int: refused (TypeError, as MXNet), nothing sent
+        assert all("priority must be an int" in e for e in errors[2:]), errors
         # What P3 orders is when messages leave the worker: every slice of
         # key 1 (priority -1), then key 2 (-2), then key 0 (-3). 250, 90 and
         # 400 elements in slices of 100 are 3, 1 and 4 slices.
@@ -346,10 +441,29 @@ def test_p3_sends_in_priority_order_and_refuses_what_mxnet_refuses(jobs):
     # Every slice reached a shard (a shard is an async actor: it may start
     # concurrent pushes in another order, as a network may deliver them).
     arrived = [str(n) for s in ray.get([s.stats.remote() for s in job.shards])
-               for n in s["arrivals"]]
+               for _, n in s["arrivals"]]
     for key, slices in ((0, 3), (1, 1), (2, 4)):
         names = {n for n in arrived if n.split("#")[0] == str(key)}
         assert len(names) == slices, (key, sorted(names))
+
+
+@pytest.mark.parametrize("window", ["4000", "0"])
+def test_a_p3_push_of_high_priority_overtakes_queued_ones_at_the_shard(jobs, tmp_path, window):
+    import ray
+
+    job = jobs.job(2, 1, p3=True)
+    results = jobs.run(job, p3_overtake, str(tmp_path / "queued"),
+                       env={"MXKV_P3_WINDOW_BYTES": window})
+    assert results == [[2.0] * 8, [2.0] * 8]
+    arrived = [str(n).split("#")[0] for rank, n in
+               ray.get(job.shards[0].stats.remote())["arrivals"] if rank == 0]
+    if window == "4000":
+        # one push (4000 bytes) in flight at a time: 'h' leaves as soon as 'b' is answered
+        assert arrived == ["b", "b", "h"] + [f"l{i}" for i in range(6)], arrived
+    else:
+        # no window: every push is on its way at once, and 'h' reaches the shard
+        # after the six it was meant to overtake
+        assert arrived.index("h") > max(arrived.index(f"l{i}") for i in range(6)), arrived
 
 
 def test_p3_refuses_async(jobs):

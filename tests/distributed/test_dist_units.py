@@ -11,7 +11,7 @@ import pytest
 import mxkv as mx
 from mxkv.base import DeadNodeError, MXNetError
 from mxkv.kvstore.dist import launch
-from mxkv.kvstore.dist.checkpoint import CheckpointWriter, load_checkpoint
+from mxkv.kvstore.dist.checkpoint import CheckpointLog, apply_delta, load_log, merge_deltas
 from mxkv.kvstore.dist.launch import main as launch_main
 from mxkv.kvstore.dist.launch import parse_args
 from mxkv.kvstore.dist.rounds import RoundBook
@@ -103,31 +103,95 @@ def test_restore_forgets_pushes_of_rounds_not_checkpointed():
 
 
 # ---------------------------------------------------------------- checkpoints
-def test_checkpoint_slots_alternate_and_a_torn_write_keeps_the_last_good_one(tmp_path):
+def _part(value, rnd, state=None):
+    entry = {"value": value, "shape": value.shape, "round": rnd, "seen": {0: rnd}}
+    if state is not None:
+        entry["state"] = state
+    return entry
+
+
+def _wait_idle(w):
+    for _ in range(500):
+        if not w.busy():
+            return
+        time.sleep(0.01)
+    raise AssertionError("the checkpoint writer did not finish")
+
+
+def test_checkpoint_log_appends_only_what_changed_and_replays_it(tmp_path):
     import numpy as np
 
     path = str(tmp_path / "shard-0.ckpt")
-    seen = []
-    w = CheckpointWriter(path, seen.append)
-    big = np.arange(1000, dtype=np.float32)
-    w.write_now({"n": 1, "v": big})
-    w.write_now({"n": 2, "v": big * 2})
-    got = load_checkpoint(path)
-    assert got["n"] == 2 and np.array_equal(got["v"], big * 2)
-    assert sorted(os.listdir(tmp_path)) == ["shard-0.ckpt.a", "shard-0.ckpt.b"]
-    # a writer killed mid-body leaves its slot's header invalid: the other slot wins
-    with open(path + ".a", "r+b") as f:       # slot a holds n=2 (sequence 2)
-        f.write(b"MXKVCKP1" + b"\0" * 16)
-        f.write(b"\x01" * 50)
-    assert load_checkpoint(path)["n"] == 1
-    w2 = CheckpointWriter(path, seen.append)  # a restarted shard continues the sequence
-    w2.submit({"n": 3})
-    for _ in range(500):
-        if not w2.busy():
-            break
-        time.sleep(0.01)
-    assert load_checkpoint(path)["n"] == 3 and [s["n"] for s in seen] == [1, 2, 3]
-    assert load_checkpoint(str(tmp_path / "none")) is None
+    durable = []
+    w = CheckpointLog(path, durable.append)
+    assert w.load() is None
+    a, b = np.arange(1000, dtype=np.float32), np.ones(500, np.float32)
+    w.write_now({"parts": {"a": _part(a, 0)}, "meta": {"cmd_seq": 0}})
+    size = os.path.getsize(path)
+    w.write_now({"parts": {"b": _part(b, 0)}, "meta": {"cmd_seq": 1}})
+    # the second record holds b alone: the log grew by about b's bytes, not a's too
+    assert b.nbytes < os.path.getsize(path) - size < b.nbytes + 1000
+    w.write_now({"parts": {"a": {"value": a * 2, "round": 3, "seen": {0: 3}}},
+                 "meta": {"cmd_seq": 1}})
+    assert durable == [{"a": 0}, {"b": 0}, {"a": 3}]
+    state, _, seq = load_log(path)
+    assert seq == 3 and state["meta"]["cmd_seq"] == 1
+    assert np.array_equal(state["parts"]["a"]["value"], a * 2)
+    assert state["parts"]["a"]["round"] == 3 and state["parts"]["a"]["shape"] == (1000,)
+    assert np.array_equal(state["parts"]["b"]["value"], b)
+
+
+def test_a_torn_last_record_is_ignored_and_cut_off_on_reopening(tmp_path):
+    import numpy as np
+
+    path = str(tmp_path / "shard-0.ckpt")
+    w = CheckpointLog(path, lambda r: None)
+    w.load()
+    v = np.arange(100, dtype=np.float32)
+    w.write_now({"parts": {"k": _part(v, 1)}, "meta": {}})
+    good = os.path.getsize(path)
+    w.write_now({"parts": {"k": _part(v * 3, 2)}, "meta": {}})
+    w.close()
+    with open(path, "r+b") as f:         # a kill in the middle of the second record
+        f.truncate(good + 60)
+    state, end, seq = load_log(path)
+    assert (end, seq) == (good, 1) and state["parts"]["k"]["round"] == 1
+    again = CheckpointLog(path, lambda r: None)   # a restarted shard
+    assert np.array_equal(again.load()["parts"]["k"]["value"], v)
+    assert os.path.getsize(path) == good
+    again.submit({"parts": {"k": _part(v * 5, 2)}, "meta": {}})
+    _wait_idle(again)
+    state, _, seq = load_log(path)
+    assert seq == 2 and np.array_equal(state["parts"]["k"]["value"], v * 5)
+
+
+def test_the_log_is_compacted_once_it_holds_twice_the_live_data(tmp_path, monkeypatch):
+    import numpy as np
+
+    monkeypatch.setenv("MXKV_CHECKPOINT_SLACK_MB", "0")
+    path = str(tmp_path / "shard-0.ckpt")
+    w = CheckpointLog(path, lambda r: None)
+    w.load()
+    v = np.ones(10000, np.float32)
+    for i in range(7):
+        w.write_now({"parts": {"k": _part(v * i, i)}, "meta": {"cmd_seq": i}})
+    assert w.compactions >= 2
+    assert os.path.getsize(path) < 3 * v.nbytes          # garbage bounded by the live data
+    state, _, _ = load_log(path)
+    assert state["parts"]["k"]["round"] == 6 and state["meta"]["cmd_seq"] == 6
+    assert np.array_equal(state["parts"]["k"]["value"], v * 6)
+    assert sorted(os.listdir(tmp_path)) == ["shard-0.ckpt"]
+
+
+def test_queued_deltas_merge_and_a_new_optimizer_drops_older_states():
+    old = {"parts": {"a": {"value": 1, "state": "s1", "round": 1}, "b": {"state": "s2"}},
+           "meta": {"cmd_seq": 1}}
+    new = {"parts": {"a": {"round": 2}}, "meta": {"cmd_seq": 2, "reset_states": True}}
+    merged = merge_deltas(old, new)
+    assert merged["parts"] == {"a": {"value": 1, "round": 2}, "b": {}}
+    assert merged["meta"] == {"cmd_seq": 2, "reset_states": True}
+    state = apply_delta({"parts": {"a": {"state": "x"}}, "meta": {}}, merged)
+    assert state["parts"]["a"] == {"value": 1, "round": 2}
 
 
 # ---------------------------------------------------------------- launcher & environment
@@ -163,3 +227,105 @@ def test_dist_types_without_a_job_say_how_to_start_one(monkeypatch):
     with pytest.raises(MXNetError, match="mxkv launch"):
         mx.kv.create("dist_sync")
     assert os.environ.get("MXKV_JOB") is None
+
+
+# ---------------------------------------------------------------- P3's window
+class _Answers:
+    """A channel stand-in recording what is sent; the test answers each call
+    (a concurrent future, as Ray's ``ObjectRef.future()``)."""
+
+    def __init__(self, stall):
+        from concurrent.futures import Future
+        from types import SimpleNamespace
+
+        self.timeouts = SimpleNamespace(stall=stall)
+        self.sent, self.calls, self._future = [], [], Future
+
+    def send(self, msg, method):
+        from types import SimpleNamespace
+
+        fut = self._future()
+        self.sent.append(msg.items[0][0])
+        self.calls.append(fut)
+        return SimpleNamespace(future=lambda: fut)
+
+
+def _msg(name):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(items=[(name, 1)])
+
+
+def _until(cond, what):
+    deadline = time.monotonic() + 10
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)
+
+
+def test_p3_window_holds_pushes_and_lets_the_highest_priority_go_first():
+    from mxkv.kvstore.dist.p3 import PrioritySender
+
+    chan = _Answers(stall=60)
+    sender = PrioritySender(chan, window=100)
+    sender.submit(0, _msg("a"), 100)
+    _until(lambda: chan.sent == ["a"], "a is sent at once: nothing was in flight")
+    sender.submit(-1, _msg("low"), 50)
+    sender.submit(5, _msg("high"), 50)
+    sender.submit(9, _msg("a"), 10)            # a's second push waits for nothing but a
+    time.sleep(0.1)
+    assert chan.sent == ["a"]                  # the window is full until a is answered
+    chan.calls[0].set_result(None)
+    _until(lambda: len(chan.sent) == 3, "two pushes fit once a is answered")
+    assert chan.sent == ["a", "a", "high"]
+    time.sleep(0.1)
+    assert len(chan.sent) == 3 and sender.inflight_bytes == 60
+    chan.calls[1].set_result(None)
+    chan.calls[2].set_result(None)
+    sender.flush()
+    assert chan.sent == ["a", "a", "high", "low"]
+
+
+def test_p3_pushes_of_one_part_keep_their_order_whatever_their_priority():
+    from mxkv.kvstore.dist.p3 import PrioritySender
+
+    chan = _Answers(stall=60)
+    sender = PrioritySender(chan, window=0)
+    sender.hold()
+    sender.submit(0, _msg("x"), 10)
+    sender.submit(1, _msg("y"), 10)
+    sender.submit(9, _msg("x"), 10)            # x's later round may not pass x's earlier one
+    sender.flush()
+    assert chan.sent == ["y", "x", "x"]
+
+
+def test_a_full_window_never_stalls_past_the_stall_timeout(caplog):
+    from mxkv.kvstore.dist.p3 import PrioritySender
+
+    chan = _Answers(stall=0.3)
+    sender = PrioritySender(chan, window=10)
+    time.sleep(0.4)                            # idle time is no stall
+    sender.submit(0, _msg("held"), 10)         # never answered
+    sender.submit(0, _msg("next"), 10)
+    t = time.monotonic()
+    with caplog.at_level("WARNING", logger="mxkv.kvstore.dist"):
+        sender.flush()
+    assert chan.sent == ["held", "next"] and time.monotonic() - t >= 0.25
+    assert "sending the next one anyway" in caplog.text
+
+
+def test_pickled_optimizer_states_count_as_live_data_in_the_log(tmp_path, monkeypatch):
+    import pickle
+
+    import numpy as np
+
+    monkeypatch.setenv("MXKV_CHECKPOINT_SLACK_MB", "0")
+    w = CheckpointLog(str(tmp_path / "shard-0.ckpt"), lambda r: None)
+    w.load()
+    v = np.ones(10000, np.float32)
+    for i in range(3):   # value and state change together, as with momentum
+        w.write_now({"parts": {"k": _part(v * i, i, state=pickle.dumps(v * i, protocol=5))},
+                     "meta": {}})
+    # two records (plus their headers) pass twice the live data: records 2 and 3
+    # compact; were the states counted as nothing, every record would
+    assert w.compactions == 2

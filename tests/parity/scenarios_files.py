@@ -154,3 +154,20 @@ def scenario_nd_row_sparse_scalar_ops_storage(mx):
     return {name: describe(f(r)) for name, f in {
         "eq_1": lambda x: x == 1, "eq_0": lambda x: x == 0, "plus_0": lambda x: x + 0,
         "plus_1": lambda x: x + 1, "div_2": lambda x: x / 2, "mul_3": lambda x: x * 3}.items()}
+
+
+@scenario()
+def scenario_file_with_a_csr_array_loads_whole_and_saves_back(mx):
+    csr = mx.nd.sparse.csr_matrix(([1.5, 2.0, -3.0], [0, 2, 1], [0, 2, 2, 3]), shape=(3, 4))
+    out = _save_and_load(mx, {"dense": mx.nd.array([[1, 2], [3, 4]]), "sparse": csr})
+    with tempfile.TemporaryDirectory() as tmp:
+        f = os.path.join(tmp, "again.params")
+        back = mx.nd.load_frombuffer(bytes.fromhex(out["bytes"]))
+        mx.nd.save(f, back)
+        with open(f, "rb") as fh:
+            out["saved_back_equal"] = _without_trailer(fh.read()).hex() == out["bytes"]
+    c = back["sparse"]
+    out["csr"] = {"stype": c.stype, "dense": values(c.tostype("default")),
+                  "asnumpy": c.asnumpy().tolist(), "indptr": values(c.indptr),
+                  "indices": values(c.indices), "data": values(c.data)}
+    return out

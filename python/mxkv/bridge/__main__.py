@@ -32,6 +32,9 @@ def _one_malloc_arena() -> None:
 
 
 def main() -> int:
+    """Run the engine: connect to the JVM's gateway (port and secret from the
+    environment), register the facade, then serve until stdin closes or
+    SIGTERM arrives; returns the exit code."""
     from ..base import MXNetError, env
 
     _one_malloc_arena()

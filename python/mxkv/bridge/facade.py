@@ -72,6 +72,8 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
     """
 
     class Java:
+        """Py4J: this object implements the JVM's ``Engine`` interface."""
+
         implements = ["org.apache.clojure_mxnet.bridge.Engine"]
 
     def __init__(self, backend: str | None = None, arena: Arena | None = None,
@@ -162,6 +164,9 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
                 "python_class": None, "traceback": ""}
 
     def info(self) -> str:
+        """The engine's static facts as JSON: pid, backend and versions, the
+        arena's and region file's paths and sizes, the shared-memory file
+        system's size, and whether the JVM shares this process (``memory``)."""
         return _dumps({
             "pid": os.getpid(),
             "backend": self.backend,
@@ -179,6 +184,7 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
         })
 
     def toString(self) -> str:  # noqa: N802  (Java's name: printing the proxy in a REPL)
+        """What the JVM prints for this engine (Java's ``toString``)."""
         return f"mxkv engine (pid {os.getpid()}, {self.backend})"
 
     @staticmethod
@@ -196,11 +202,13 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
 
     # ------------------------------------------------------------ handles
     def put(self, obj: Any) -> int:
+        """Enter ``obj`` in the handle table; returns its new handle (never reused)."""
         h = next(self._ids)
         self._objects[h] = obj
         return h
 
     def get(self, h: int) -> Any:
+        """The object of handle ``h``; MXNetValueError for a disposed or foreign handle."""
         try:
             return self._objects[h]
         except KeyError:
@@ -208,21 +216,26 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
                                   "to another engine") from None
 
     def nd(self, h: int):
+        """The NDArray of handle ``h``; MXNetTypeError when it is another object."""
         obj = self.get(h)
         if not hasattr(obj, "shape") or not hasattr(obj, "context"):
             raise MXNetTypeError(f"handle {h} is a {type(obj).__name__}, not an NDArray")
         return obj
 
     def kv(self, h: int):
+        """The KVStore of handle ``h``; MXNetTypeError when it is another object."""
         obj = self.get(h)
         if not hasattr(obj, "push"):
             raise MXNetTypeError(f"handle {h} is a {type(obj).__name__}, not a KVStore")
         return obj
 
     def ctx(self, device_type: str, device_id: int):
+        """The backend's Context for the JVM's ``(device_type, device_id)``."""
         return self.mx.Context(device_type, int(device_id))
 
     def meta(self, arr, h: int | None = None) -> list:
+        """What the JVM keeps of an array: ``[handle, shape, dtype name, device
+        type, device id, stype]``; enters ``arr`` in the table unless ``h`` is given."""
         if h is None:
             h = self.put(arr)
         ctx = arr.context
@@ -294,7 +307,7 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
         if len(ids) == 1 and isinstance(ids[0], list):
             ids = ids[0]
         for h in ids:
-            self._objects.pop(h, None)
+            self._close_released(self._objects.pop(h, None))
         return None
 
     @op("arena")
@@ -307,6 +320,9 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
 
     # ------------------------------------------------------------ lifetime
     def close(self) -> None:
+        """Drop every object, close the arena and region file (removing their
+        files) and the published objects; a call waiting for the engine then
+        answers ``engine-dead``. Idempotent."""
         with self._lock:
             self.closed = True
             self._objects.clear()

@@ -125,6 +125,7 @@ class InteropOps:
             self._names[name] = obj
 
     def unpublish(self, name: str) -> None:
+        """Forget the object published as ``name`` (no error when none is)."""
         with self._lock:
             self._names.pop(name, None)
 

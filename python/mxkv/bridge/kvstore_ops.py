@@ -24,6 +24,15 @@ class KVStoreOps:
         kv = self.mx.kv.create(name)
         return [self.put(kv), kv.type]
 
+    @staticmethod
+    def _close_released(obj):
+        """A released store is closed (NCCL communicators, GPU and pinned
+        buffers are freed now, not when Python collects it)."""
+        from ..kvstore.base import KVStoreBase
+
+        if isinstance(obj, KVStoreBase):
+            obj.close()
+
     def _arrays(self, hs):
         return [self.nd(h) for h in hs]
 

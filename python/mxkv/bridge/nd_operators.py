@@ -17,42 +17,18 @@ reduction over every axis has shape ``(1,)``.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
 from ..base import MXNetValueError
+from . import nd_nn_ops, nd_shape_ops, random_ops  # noqa: F401 (random_ops registers random.*)
+from .nd_op_base import Operator
+from .nd_op_base import axes as _axes
+from .nd_op_base import params as _params
+from .nd_op_base import reduction as _reduction
 
 __all__ = ["OPERATORS", "Operator", "invoke", "onehot_encode"]
-
-
-@dataclass(frozen=True)
-class Operator:
-    """One operator: ``inputs`` NDArrays, then ``params`` (MXNet's order)."""
-
-    inputs: int
-    params: Tuple[str, ...]
-    host: Callable[..., Any]
-
-
-def _axes(axis: Any, ndim: int, exclude: bool = False):
-    if axis is None or (isinstance(axis, (list, tuple)) and len(axis) == 0 and not exclude):
-        return None
-    axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
-    for ax in axes:
-        if not -ndim <= int(ax) < ndim:
-            raise MXNetValueError(f"axis {ax} is out of range for a {ndim}-d array")
-    axes = tuple(int(a) % ndim for a in axes)
-    if exclude:
-        axes = tuple(a for a in range(ndim) if a not in axes)
-    return axes
-
-
-def _reduction(fn: Callable) -> Callable:
-    def run(x, axis=None, keepdims=False, exclude=False):
-        return fn(x, axis=_axes(axis, x.ndim, bool(exclude)), keepdims=bool(keepdims))
-    return run
 
 
 def _round(x):
@@ -131,6 +107,9 @@ OPERATORS: Dict[str, Operator] = {
     "log": _unary(np.log),
     "cos": _unary(np.cos),
     "sin": _unary(np.sin),
+    "arccos": _unary(np.arccos),
+    "arcsin": _unary(np.arcsin),
+    "arctan": _unary(np.arctan),
     "clip": Operator(1, ("a_min", "a_max"), np.clip),
     "sum": Operator(1, _REDUCE, _reduction(np.sum)),
     "max": Operator(1, _REDUCE, _reduction(np.max)),
@@ -141,23 +120,6 @@ OPERATORS: Dict[str, Operator] = {
     "dot": Operator(2, ("transpose_a", "transpose_b", "forward_stype"), _dot),
     "choose_element_0index": Operator(2, ("axis", "keepdims", "mode"), _pick),
 }
-
-
-def _params(name: str, op: Operator, positional: Sequence[Any], kwargs: Dict[str, Any]) -> dict:
-    if len(positional) > len(op.params):
-        raise MXNetValueError(
-            f"{name} takes at most {len(op.params)} parameters after its "
-            f"{op.inputs} array(s) ({', '.join(op.params) or 'none'}), got {len(positional)}: "
-            f"{list(positional)}")
-    params = dict(zip(op.params, positional))
-    for k, v in (kwargs or {}).items():
-        if k not in op.params:
-            raise MXNetValueError(f"{name} has no parameter {k!r}; its parameters are "
-                                  f"{', '.join(op.params) or 'none'}")
-        if k in params:
-            raise MXNetValueError(f"{name}: parameter {k!r} given by position and by name")
-        params[k] = v
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
 
 
 def _engine_fn(mx, name: str, inputs: List[Any], params: dict):
@@ -175,11 +137,17 @@ def _on_host(mx, name: str, op: Operator, inputs: List[Any], params: dict):
     first = inputs[0]
     dtype = np.dtype(first.dtype)
     out_dtype = params.get("out_dtype") if name == "norm" else None
+    if op.dtype is not None:
+        dtype = op.dtype(params, dtype)
+    elif out_dtype:
+        dtype = np.dtype(out_dtype)
     hosts = [a.asnumpy() if getattr(a, "stype", "default") == "default"
              else a.tostype("default").asnumpy() for a in inputs]
     with np.errstate(all="ignore"):
         res = np.asarray(op.host(*hosts, **params))
-    res = res.astype(np.dtype(out_dtype) if out_dtype else dtype)
+    if res.dtype != dtype:
+        res = (nd_shape_ops._cast(res, dtype) if res.dtype.kind == "f" and dtype.kind in "iu"
+               else res.astype(dtype))
     if res.ndim == 0:
         res = res.reshape(1)
     return mx.nd.array(res, ctx=first.context, dtype=res.dtype)
@@ -193,8 +161,9 @@ def invoke(mx, name: str, inputs: List[Any], positional: Sequence[Any] = (),
     if op is None:
         raise MXNetValueError(f"unknown NDArray operator {name!r}; known: "
                               f"{', '.join(sorted(OPERATORS))}")
-    if len(inputs) != op.inputs:
-        raise MXNetValueError(f"{name} takes {op.inputs} array(s), got {len(inputs)}")
+    if len(inputs) != op.inputs and not (op.inputs < 0 and inputs):
+        raise MXNetValueError(f"{name} takes {op.inputs if op.inputs >= 0 else 'one or more'} "
+                              f"array(s), got {len(inputs)}")
     params = _params(name, op, positional, kwargs or {})
     fn = _engine_fn(mx, name, inputs, params)
     if fn is not None:
@@ -220,3 +189,8 @@ def onehot_encode(mx, indices, out):
     res[np.arange(idx.size), idx] = 1
     out[:] = mx.nd.array(res, ctx=out.context, dtype=res.dtype)
     return out
+
+
+# The operators a training step needs live beside this table, one concept a file.
+OPERATORS.update(nd_shape_ops.OPERATORS)
+OPERATORS.update(nd_nn_ops.OPERATORS)

@@ -21,6 +21,7 @@ def op(name: str):
 
 
 def dumps(value: Any) -> str:
+    """``value`` as compact JSON (no spaces), the form the JVM reads."""
     return json.dumps(value, separators=(",", ":"))
 
 

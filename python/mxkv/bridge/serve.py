@@ -152,6 +152,8 @@ class Server:
                        "secret": self.secret, "pid": os.getpid()}, f)
 
     class Java:
+        """Py4J: an attaching JVM sees this object as a ``Supplier`` of engines."""
+
         implements = ["java.util.function.Supplier"]
 
     # ------------------------------------------------------------ JVM side
@@ -177,6 +179,7 @@ class Server:
         self._names[name] = obj
 
     def unpublish(self, name: str) -> None:
+        """Stop offering the object published as ``name`` (no error when none is)."""
         self._names.pop(name, None)
 
     def close(self) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Dict, Type
 
-from ..base import MXNetTypeError, env
+from ..base import MXNetError, MXNetTypeError, MXNetValueError, env
 
-__all__ = ["KVStoreBase", "create"]
+__all__ = ["KVStoreBase", "create", "mark_closed"]
 
 
 class KVStoreBase:
@@ -43,22 +43,51 @@ class KVStoreBase:
         raise NotImplementedError()
 
     def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        """Save the optimizer's states (its momenta, moments...) to file ``fname``.
+
+        Parameters
+        ----------
+        fname : str
+            The file to write (replaced whole).
+        dump_optimizer : bool, default False
+            Also save the optimizer itself, so that loading restores it too.
+        """
         raise NotImplementedError()
 
     def load_optimizer_states(self, fname: str) -> None:
+        """Load optimizer states saved by :meth:`save_optimizer_states`.
+
+        Parameters
+        ----------
+        fname : str
+            The file to read.
+        """
         raise NotImplementedError()
 
     @property
     def type(self) -> str:
+        """The store's type string, as given to :func:`create` (lower-cased)."""
         raise NotImplementedError()
 
     @property
     def rank(self) -> int:
+        """This worker's rank among the job's workers (0 on one machine)."""
         raise NotImplementedError()
 
     @property
     def num_workers(self) -> int:
+        """How many workers share the store (1 on one machine)."""
         raise NotImplementedError()
+
+    def close(self) -> None:
+        """Free what the store holds (thread pools, device resources); a
+        store with nothing to free does nothing. Closing twice is harmless."""
+
+    def __enter__(self) -> "KVStoreBase":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     @staticmethod
     def register(klass: Type["KVStoreBase"]) -> Type["KVStoreBase"]:
@@ -132,14 +161,64 @@ class TestStore(KVStoreBase):
         raise NotImplementedError()
 
 
-# Built-in store families, chosen by substring of the lower-cased type name.
-# Each maker takes the name and returns a store; dist is the Ray store
-# (kvstore/dist/), nccl the NCCL comm (comm/nccl.py).
+# The operations a closed store refuses (close itself stays callable: idempotent).
+CLOSED_OPERATIONS = frozenset({
+    "init", "push", "pull", "pushpull", "broadcast", "row_sparse_pull", "set_optimizer",
+    "set_gradient_compression", "save_optimizer_states", "load_optimizer_states",
+    "_set_updater", "_barrier", "_send_command_to_servers", "num_dead_node",
+    "set_barrier_before_exit"})
+_closed_classes: Dict[type, type] = {}
+
+
+def mark_closed(store: KVStoreBase) -> None:
+    """Make every operation of ``store`` but ``close`` raise an error naming it.
+
+    The store's class becomes a subclass whose operations raise, so a live
+    store pays nothing for the check.
+    """
+    cls = type(store)
+    if getattr(cls, "_is_closed_class", False):
+        return
+    closed = _closed_classes.get(cls)
+    if closed is None:
+        def refuse(name: str):
+            def method(self, *args: Any, **kwargs: Any) -> None:
+                raise MXNetError(f"{name}: kvstore '{self.type}' ({type(self).__mro__[1].__name__}"
+                                 f" at {id(self):#x}) is closed; create a new store")
+            method.__name__ = name
+            return method
+        attrs: Dict[str, Any] = {n: refuse(n) for n in CLOSED_OPERATIONS if hasattr(cls, n)}
+        attrs["_is_closed_class"] = True
+        closed = _closed_classes[cls] = type(cls.__name__, (cls,), attrs)
+        closed.__qualname__ = f"{cls.__qualname__} (closed)"
+    store.__class__ = closed
+
+
+# Store families, chosen by substring of the lower-cased type name, tried in
+# the order they were registered; the family of pattern "" (the local store,
+# registered by local.py) takes every other name. A maker takes the name and
+# returns a store. dist is the Ray store (kvstore/dist/); local.py registers
+# nccl (the NCCL comm) and the local store itself, so this module needs no
+# import of the stores it makes.
 _FAMILIES: Dict[str, Callable[[str], Any]] = {}
 
 
 def register_family(pattern: str, maker: Callable[[str], Any]) -> None:
-    """Register how type names containing ``pattern`` are built (``'dist'``, ``'nccl'``)."""
+    """Build the stores whose lower-cased type name contains ``pattern``.
+
+    Parameters
+    ----------
+    pattern : str
+        A substring of type names (``'dist'``, ``'nccl'``); ``''`` registers
+        the family that takes every name no other family matches.
+    maker : callable
+        ``maker(name)`` returns the store for the lower-cased ``name``.
+
+    Notes
+    -----
+    Families are tried in the order they were registered, after the plugin
+    stores of :meth:`KVStoreBase.register` (matched by whole name).
+    """
     _FAMILIES[pattern] = maker
 
 
@@ -149,16 +228,7 @@ def _make_dist(name: str) -> Any:
     return create_dist(name)
 
 
-def _make_nccl(name: str) -> Any:
-    from .comm.nccl import check_nccl_available
-    from .local import KVStore
-
-    check_nccl_available()
-    return KVStore(name, comm="nccl")
-
-
 register_family("dist", _make_dist)
-register_family("nccl", _make_nccl)
 
 
 def create(name: str = "local") -> KVStoreBase:
@@ -187,13 +257,13 @@ def create(name: str = "local") -> KVStoreBase:
     tname = name.lower()
     if tname in KVStoreBase.kv_registry:
         return KVStoreBase.kv_registry[tname]()
-    if "dist" in tname:
-        return _FAMILIES["dist"](tname)
-    if "nccl" in tname:
-        return _FAMILIES["nccl"](tname)
-    from .local import KVStore
-
-    return KVStore(tname, comm=_local_comm(tname))
+    for pattern, maker in _FAMILIES.items():
+        if pattern and pattern in tname:
+            return maker(tname)
+    if "" not in _FAMILIES:  # (mxkv.kvstore imports local.py, which registers it)
+        raise MXNetValueError(f"create: no store family takes {name!r} and no local store "
+                              "is registered (import mxkv.kvstore)")
+    return _FAMILIES[""](tname)
 
 
 def _local_comm(tname: str) -> str:

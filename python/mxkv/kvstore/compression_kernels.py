@@ -211,7 +211,7 @@ def _np_roundtrip_1bit(g, r, t, out, accumulate):
 
 #: The CUDA source of every GPU kernel. The element math (what one value
 #: becomes, where its bits go) is in small ``__device__`` functions that the
-#: kernels share; ``tests/test_compression_cuda_source.py`` compiles this very
+#: kernels share; ``tests/gpu/test_compression_cuda_source.py`` compiles this very
 #: string with a C++ compiler and runs the kernels on the CPU (emulating the
 #: warp shuffles with threads) against the numpy path, and with NVRTC when
 #: it is installed, so the source is checked on machines without a GPU.

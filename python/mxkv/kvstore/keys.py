@@ -8,15 +8,16 @@ call before it mutates anything.
 """
 from __future__ import annotations
 
+import ctypes
 from typing import Any, List, Sequence, Tuple
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, MXNetTypeError
 from ..ndarray import NDArray
 from ..ndarray.sparse import RowSparseNDArray
 
-__all__ = ["flatten", "group", "key_name", "pair_row_ids"]
+__all__ = ["check_priority", "flatten", "group", "key_name", "pair_row_ids"]
 
 _ARRAY_TYPES = (NDArray, RowSparseNDArray)
 _PLAIN_TYPES = {NDArray, RowSparseNDArray}
@@ -25,6 +26,19 @@ _PLAIN_TYPES = {NDArray, RowSparseNDArray}
 def key_name(key: Any) -> str:
     """How a key is named in messages: ``'3'`` for a str, ``3`` for an int."""
     return repr(key)
+
+
+def check_priority(priority: Any, op: str) -> None:
+    """Refuse a ``priority`` MXNet refuses: it hands it to ``ctypes.c_int``,
+    which takes ints and whatever has ``__index__`` (numpy ints, bools) and
+    raises TypeError for anything else (str, None, floats, arrays)."""
+    if type(priority) is int:
+        return
+    try:
+        ctypes.c_int(priority)
+    except TypeError:
+        raise MXNetTypeError(f"{op}: priority must be an int, got "
+                             f"{type(priority).__name__} ({priority!r})") from None
 
 
 def _check_key(key: Any, op: str) -> Tuple[Any, bool]:

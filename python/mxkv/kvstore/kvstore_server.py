@@ -4,6 +4,13 @@
 ``DMLC_ROLE=server`` serves the job in its environment until every worker
 has finished. In mxkv the shards themselves are Ray actors of the job, so
 ``run`` joins the job as a server process and blocks until it ends.
+
+Three modules take part, named as MXNet's: ``mxkv/kvstore_server.py`` is the
+entry a server process imports (or runs with ``python -m``);
+this one, ``mxkv.kvstore.kvstore_server`` (MXNet's module of the same name),
+holds the class; ``kvstore/dist/server_process.py`` is what a server process
+does in an mxkv job (``ServerHandle``, the store ``mx.kv.create('dist')``
+returns there).
 """
 from __future__ import annotations
 
@@ -50,7 +57,11 @@ class KVStoreServer:
         if run_server is None:
             raise MXNetError(f"kvstore type {self.kvstore.type!r} has no servers to run: "
                              "create it with mx.kv.create('dist') in a DMLC_ROLE=server process")
-        run_server(self._controller())
+        # The default controller (MXNet's: head 0 sets the optimizer) is the
+        # shards' own job in mxkv; only a subclass's own controller is handed
+        # on, and refused there with the reason.
+        custom = type(self)._controller is not KVStoreServer._controller
+        run_server(self._controller() if custom else None)
 
 
 def _init_kvstore_server_module() -> None:

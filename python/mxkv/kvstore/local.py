@@ -24,17 +24,17 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from ..base import MXNetError
-from ..context import cpu_pinned
+from ..context import cpu_pinned, free_pinned_blocks
 from ..fileio import atomic_write, read_bytes
 from ..ndarray import NDArray
 from ..ndarray.cow import any_shared, before_write
 from ..ndarray.sparse import RowSparseNDArray
-from . import small
-from .base import KVStoreBase
+from .base import KVStoreBase, _local_comm, mark_closed, register_family
 from .comm import create_comm
 from .compression import GradientCompression
-from .keys import flatten, group, key_name, pair_row_ids
+from .keys import check_priority, flatten, group, key_name, pair_row_ids
 from .locks import KeyLocks
+from .small import SmallKeys
 from .stored import SHARE_MIN_BYTES, StoredValues
 
 __all__ = ["KVStore"]
@@ -74,8 +74,12 @@ class KVStore(KVStoreBase):
         self._updater: Optional[Callable] = None
         self._compression: Optional[GradientCompression] = None
         self._locks = KeyLocks()
-        self._small = small.enabled(self)  # batches of small keys in one pass
-        self._small_seen: Dict[Any, Any] = {}  # (small.py's, per store)
+        # Calls over small keys in one pass (small.py), for a store that keeps
+        # the steps it stands in for; told below what changes.
+        self._small: Optional[SmallKeys] = None
+        if SmallKeys.applies(type(self), KVStore, self._comm):
+            self._small = SmallKeys(self._data, self._comm, self._init_stype, self._order)
+        self._store_closed = False
 
     # -- properties --------------------------------------------------------
     @property
@@ -101,12 +105,13 @@ class KVStore(KVStoreBase):
 
     # -- validation helpers ---------------------------------------------------
     def _check_key_type(self, is_str: bool, op: str, pairs: list) -> None:
-        if pairs and self._key_is_str is not None and self._key_is_str != is_str:
+        # (an empty key list counts as int keys, as in MXNet)
+        if self._key_is_str is not None and self._key_is_str != (is_str and bool(pairs)):
             have = "str" if self._key_is_str else "int"
-            got = "str" if is_str else "int"
+            what = f"key {key_name(pairs[0][0])} is {'str' if is_str else 'int'}" if pairs \
+                else "an empty key list counts as int keys"
             raise MXNetError(
-                f"{op}: mixed key types are not allowed: key {key_name(pairs[0][0])} is {got} "
-                f"but this store uses {have} keys"
+                f"{op}: mixed key types are not allowed: {what} but this store uses {have} keys"
             )
 
     def _stored(self, key: Any, op: str) -> Any:
@@ -158,14 +163,35 @@ class KVStore(KVStoreBase):
             self._comm.init(k, stored.shape, stored.dtype, _stype(stored))
         if pairs:
             self._key_is_str = is_str
+            if self._small is not None:
+                self._small.set_key_kind(is_str)
 
     def init(self, key: Any, value: Any) -> None:
         """Initialize one key or a list of keys with values (copied).
 
+        Parameters
+        ----------
+        key : int or str, or a list of them
+            The keys; a store takes int keys or str keys, not both.
+        value : NDArray, or a list of NDArrays
+            One value per key; the store keeps a copy.
+
+        Raises
+        ------
+        MXNetError
+            A key initialized before (or twice in the call), or of the other
+            kind than the store's keys; nothing is initialized then.
+
         Examples
         --------
+        >>> kv = mx.kv.create('local')
         >>> kv.init('3', mx.nd.ones((2, 3)) * 2)
         >>> kv.init(['5', '7'], [mx.nd.ones((2, 3))] * 2)
+        >>> a = mx.nd.zeros((2, 3))
+        >>> kv.pull('3', out=a)
+        >>> a.asnumpy()
+        array([[2., 2., 2.],
+               [2., 2., 2.]], dtype=float32)
         """
         locks = self._locks
         with locks.init_lock:
@@ -297,9 +323,30 @@ class KVStore(KVStoreBase):
         Without an updater the stored value becomes the sum; with one,
         ``updater(key, merged, stored)`` runs once per key. Values of
         another dtype than the key's are cast to it.
+
+        Parameters
+        ----------
+        key : int or str, or a list of them
+            Initialized keys.
+        value : NDArray, a list of NDArrays, or a list of lists
+            For one key, a value or a list of values (one per device,
+            summed); for a list of keys, one value or one list per key.
+        priority : int, default 0
+            Accepted as MXNet's; calls are synchronous here.
+
+        Examples
+        --------
+        >>> kv = mx.kv.create('local')
+        >>> kv.init(3, mx.nd.zeros((2, 3)))
+        >>> kv.push(3, [mx.nd.ones((2, 3), ctx=mx.cpu(i)) for i in range(4)])
+        >>> a = mx.nd.zeros((2, 3))
+        >>> kv.pull(3, out=a)
+        >>> a.asnumpy()[0]
+        array([4., 4., 4.], dtype=float32)
         """
+        check_priority(priority, "push")
         with self._locks.hold(key):
-            if self._small and small.push(self, key, value):
+            if self._small is not None and self._small.push(key, value):
                 return
             grouped = self._validate_push(key, value, "push")
             self._apply_push(grouped)
@@ -387,17 +434,57 @@ class KVStore(KVStoreBase):
         """Pull the stored values into ``out`` (one array, a list, or a list
         of lists), each on its own context and cast to its dtype. Row-sparse
         outs are skipped unless ``ignore_sparse=False``.
+
+        Parameters
+        ----------
+        key : int or str, or a list of them
+            Initialized keys.
+        out : NDArray, a list of NDArrays, or a list of lists
+            Where the values go, each of its key's shape.
+        priority : int, default 0
+            Accepted as MXNet's; calls are synchronous here.
+        ignore_sparse : bool, default True
+            Skip row-sparse outs (MXNet's default); ``False`` fills them too.
+
+        Examples
+        --------
+        >>> kv = mx.kv.create('local')
+        >>> kv.init('w', mx.nd.full((3,), 7.0))
+        >>> outs = [mx.nd.zeros((3,), ctx=mx.cpu(i)) for i in range(2)]
+        >>> kv.pull('w', out=outs)
+        >>> [o.asnumpy().tolist() for o in outs]
+        [[7.0, 7.0, 7.0], [7.0, 7.0, 7.0]]
         """
+        check_priority(priority, "pull")
         with self._locks.hold(key):
-            if self._small and small.pull(self, key, out):
+            if self._small is not None and self._small.pull(key, out):
                 return
             grouped = self._validate_pull(key, out, "pull", ignore_sparse)
             self._apply_pull(grouped)
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
-        """Push then pull in one call; ``out`` defaults to ``value``."""
+        """Push then pull in one call; ``out`` defaults to ``value``.
+
+        Parameters
+        ----------
+        key, value, priority
+            As :meth:`push`.
+        out : as :meth:`pull`'s, optional
+            Where the result goes; by default into ``value`` itself.
+
+        Examples
+        --------
+        >>> kv = mx.kv.create('local')
+        >>> kv.init(0, mx.nd.zeros((2,)))
+        >>> grads = [mx.nd.ones((2,)), mx.nd.ones((2,)) * 2]
+        >>> kv.pushpull(0, grads)            # both now hold the sum
+        >>> grads[1].asnumpy()
+        array([3., 3.], dtype=float32)
+        """
+        check_priority(priority, "pushpull")
         with self._locks.hold(key):
-            if self._small and small.pushpull(self, key, value, out):
+            if self._small is not None and \
+                    self._small.pushpull(key, value, out, self._apply_pull):
                 return
             grouped = self._validate_push(key, value, "pushpull")
             pulls = self._validate_pull(key, value if out is None else out, "pushpull", True)
@@ -406,6 +493,7 @@ class KVStore(KVStoreBase):
 
     def broadcast(self, key: Any, value: Any, out: Any, priority: int = 0) -> None:
         """Initialize ``key`` with ``value`` and pull it into ``out``."""
+        check_priority(priority, "broadcast")
         locks = self._locks
         with locks.init_lock:
             pairs, is_str = self._validate_init(key, value, "broadcast")
@@ -427,7 +515,7 @@ class KVStore(KVStoreBase):
         if row_ids is None:
             raise MXNetError(f"{op}: row_ids is required")
         pairs, rids, copies = pair_row_ids(key, out, row_ids, op)
-        is_str = isinstance(pairs[0][0], str)
+        is_str = bool(pairs) and isinstance(pairs[0][0], str)
         self._check_key_type(is_str, op, pairs)
         plan = []
         for (k, o), rid in zip(pairs, rids):
@@ -448,7 +536,7 @@ class KVStore(KVStoreBase):
                 raise MXNetError(f"{op}: row id {int(bad)} is out of range for key "
                                  f"{key_name(k)} of shape {stored.shape}")
             plan.append((k, o, ids))
-        first = pairs[0][1]
+        first = pairs[0][1] if pairs else None
         for c in copies:
             if not isinstance(c, NDArray) or c.shape != first.shape:
                 raise MXNetError(f"{op}: every out must have shape {first.shape}, got "
@@ -463,7 +551,18 @@ class KVStore(KVStoreBase):
         several keys with several outs each, a list of lists), or is a single
         NDArray (or a list of one) for one key: the first out is pulled and
         copied into the others. Duplicated or unsorted ids are allowed.
+
+        Examples
+        --------
+        >>> kv = mx.kv.create('local')
+        >>> kv.init('emb', mx.nd.array([[1, 1], [2, 2], [3, 3]]).tostype('row_sparse'))
+        >>> out = mx.nd.sparse.zeros('row_sparse', (3, 2))
+        >>> kv.row_sparse_pull('emb', out=out, row_ids=mx.nd.array([2, 0]))
+        >>> out.indices.asnumpy(), out.data.asnumpy()
+        (array([0, 2]), array([[1., 1.],
+               [3., 3.]], dtype=float32))
         """
+        check_priority(priority, "row_sparse_pull")
         with self._locks.hold(key):
             plan, copies = self._validate_row_sparse_pull(key, out, row_ids)
             self._apply_row_sparse_pull(plan)
@@ -493,9 +592,29 @@ class KVStore(KVStoreBase):
                              f"{type(updater).__name__}")
         with self._locks.hold_all():  # no push sees half of the change
             self._updater = updater
+            if self._small is not None:
+                self._small.set_updater(updater, self._optimizer_updater())
 
     def set_optimizer(self, optimizer: Any) -> None:
-        """Run ``optimizer`` on the store: every push updates the stored weights."""
+        """Run ``optimizer`` on the store: every push updates the stored weights.
+
+        Parameters
+        ----------
+        optimizer : mx.optimizer.Optimizer
+            Its update runs once per key per push, with the pushed sum as
+            the gradient.
+
+        Examples
+        --------
+        >>> kv = mx.kv.create('local')
+        >>> kv.init(0, mx.nd.ones((2,)))
+        >>> kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1))
+        >>> kv.push(0, mx.nd.ones((2,)))     # the gradient
+        >>> w = mx.nd.zeros((2,))
+        >>> kv.pull(0, out=w)
+        >>> w.asnumpy()
+        array([0.9, 0.9], dtype=float32)
+        """
         from .. import optimizer as opt
 
         if not isinstance(optimizer, opt.Optimizer):
@@ -517,6 +636,24 @@ class KVStore(KVStoreBase):
         them), and the file is replaced atomically: it holds the previous
         states or the new ones, whatever happens (``mxkv.fileio``). It is
         MXNet's pickle followed by a CRC-32 trailer that pickle ignores.
+
+        Parameters
+        ----------
+        fname : str
+            The file to write.
+        dump_optimizer : bool, default False
+            Also save the optimizer (its class and hyper-parameters).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> kv = mx.kv.create('local')
+        >>> kv.init(0, mx.nd.ones((2,)))
+        >>> kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9))
+        >>> kv.push(0, mx.nd.ones((2,)))
+        >>> path = os.path.join(tempfile.mkdtemp(), 'sgd.states')
+        >>> kv.save_optimizer_states(path)
+        >>> kv.load_optimizer_states(path)   # the momentum as it was saved
         """
         from ..optimizer.states_file import sealed
 
@@ -566,7 +703,37 @@ class KVStore(KVStoreBase):
                     raise MXNetError(f"set_gradient_compression: key {key_name(k)} has dtype "
                                      f"{np.dtype(v.dtype).name}; compression needs float32")
             self._compression = gc
+            if self._small is not None:
+                self._small.set_compression(True)
             self._comm.set_gradient_compression(gc)
+
+    # -- lifetime ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release the store: wait for its GPU streams, destroy its NCCL
+        communicator, free its merge and staging buffers and stored values.
+
+        Idempotent. Any other operation on a closed store raises an
+        MXNetError naming it. ``with mx.kv.create(...) as kv:`` closes on
+        leaving the block.
+
+        Examples
+        --------
+        >>> with mx.kv.create('local') as kv:
+        ...     kv.init(0, mx.nd.ones((2,)))
+        """
+        with self._locks.hold_all(with_init=True):
+            if self._store_closed:
+                return
+            self._store_closed = True
+            try:
+                self._comm.close()
+            finally:
+                self._data.clear()
+                self._order.clear()
+                self._init_stype.clear()
+                self._updater = None
+                mark_closed(self)
+        free_pinned_blocks()  # the pool's unused page-locked blocks go back to the system
 
     # -- cluster-only operations (no-ops on one machine) ---------------------------------
     def _barrier(self) -> None:
@@ -583,6 +750,19 @@ class KVStore(KVStoreBase):
         """Whether closing the store first meets the other workers at a
         barrier: a local store has no other workers, so there is nothing to
         set (a distributed store overrides this)."""
+
+
+def _make_nccl(name: str) -> KVStore:
+    from .comm.nccl import check_nccl_available
+
+    check_nccl_available()
+    return KVStore(name, comm="nccl")
+
+
+# The stores create() makes: "nccl" types over the NCCL comm, every other
+# (non-dist) type a local store over the comm its name asks for.
+register_family("nccl", _make_nccl)
+register_family("", lambda name: KVStore(name, comm=_local_comm(name)))
 
 
 def _same_buffer(out: NDArray, stored: Any) -> bool:

@@ -83,6 +83,7 @@ class KeyLocks:
 
     @property
     def stripes(self) -> int:
+        """How many locks the keys share."""
         return self._n
 
     def add(self, keys: Iterable[Any]) -> None:

@@ -65,6 +65,15 @@ class StoredValues:
         # Let go of every share when the store goes away.
         weakref.finalize(self, _release_all, self._shares)
 
+    def clear(self) -> None:
+        """Let go of every value and share (the store is closing)."""
+        with self._lock:
+            _release_all(self._shares)
+            self.values.clear()
+            self._spare.clear()
+            self._guards.clear()
+            self.version = next(self._changes)
+
     # -- reading --------------------------------------------------------------
     def __contains__(self, key: Any) -> bool:
         return key in self.values
@@ -76,9 +85,11 @@ class StoredValues:
         return len(self.values)
 
     def items(self) -> Iterator[Tuple[Any, Any]]:
+        """``(key, stored value)`` pairs, over a snapshot (safe while keys are added)."""
         return iter(list(self.values.items()))
 
     def is_shared(self, key: Any) -> bool:
+        """Whether ``key``'s value is a pushed buffer shared copy-on-write."""
         return key in self._shares
 
     @property

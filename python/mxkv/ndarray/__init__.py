@@ -6,18 +6,20 @@ copied or shared.
 """
 from __future__ import annotations
 
-from . import creation, io, ndarray, ops, random, sparse
+from . import creation, dlpack, io, ndarray, ops, random, reduce, sparse
 from .creation import (
     arange,
     array,
     empty,
     eye,
+    from_numpy,
     full,
     ones,
     ones_like,
     zeros,
     zeros_like,
 )
+from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
 from .io import load, load_frombuffer, save
 from .ndarray import NDArray
 from .ops import (
@@ -40,9 +42,26 @@ from .ops import (
     sum,
     waitall,
 )
+from .reduce import argmax, argmin, max, mean, min, prod
 from .sparse import RowSparseNDArray, cast_storage, row_sparse_array
 
 tostype = cast_storage
+
+# MXNet's optimizer update operators (mx.nd.sgd_update...) live with the
+# optimizers' kernels (optimizer/update_ops.py) and are looked up on first use.
+_UPDATE_OPS = frozenset({
+    "adam_update", "ftml_update", "ftrl_update", "lamb_update_phase1", "lamb_update_phase2",
+    "mp_lamb_update_phase1", "mp_lamb_update_phase2", "mp_nag_mom_update",
+    "mp_sgd_mom_update", "mp_sgd_update", "multi_lars", "multi_sum_sq", "nag_mom_update",
+    "rmsprop_update", "rmspropalex_update", "sgd_mom_update", "sgd_update",
+    "signsgd_update", "signum_update"})
+
+
+def __getattr__(name: str):
+    if name in _UPDATE_OPS:
+        from ..optimizer import update_ops
+        return getattr(update_ops, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "ElementWiseSum",
@@ -51,6 +70,8 @@ __all__ = [
     "abs",
     "add_n",
     "arange",
+    "argmax",
+    "argmin",
     "array",
     "broadcast_add",
     "cast_storage",
@@ -60,12 +81,18 @@ __all__ = [
     "concatenate",
     "elemwise_add",
     "empty",
+    "dlpack",
     "eye",
+    "from_dlpack",
+    "from_numpy",
     "full",
     "io",
     "load",
     "load_frombuffer",
+    "max",
     "maximum",
+    "mean",
+    "min",
     "minimum",
     "ndarray",
     "negative",
@@ -74,6 +101,8 @@ __all__ = [
     "ones_like",
     "ops",
     "power",
+    "prod",
+    "reduce",
     "random",
     "row_sparse_array",
     "save",
@@ -82,6 +111,8 @@ __all__ = [
     "sqrt",
     "square",
     "sum",
+    "to_dlpack_for_read",
+    "to_dlpack_for_write",
     "tostype",
     "waitall",
     "zeros",

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError, MXNetIndexError, MXNetTypeError, MXNetValueError  # noqa: F401
-from ..context import Context, cpu, cupy_or_none, gpu, xp_for
+from ..context import Context, cpu, cupy_or_none, empty_host, gpu, xp_for
 from .cow import before_write
 
 # The dtypes MXNet 1.9's NDArray supports (bfloat16 aside).
@@ -74,6 +74,13 @@ def to_device(arr: Any, ctx: Context, dtype: np.dtype | None = None) -> Any:
     """
     dtype = arr.dtype if dtype is None else dtype
     if not ctx.uses_cupy:
+        if ctx.device_typeid == 3:  # cpu_pinned: page-locked where a GPU is
+            out = empty_host(ctx, tuple(arr.shape), dtype)
+            if is_host(arr):
+                np.copyto(out, arr, casting="unsafe")
+            else:
+                out[...] = arr.get()
+            return out
         if is_host(arr):
             return np.array(arr, dtype=dtype, order="C", copy=True)
         host = arr.get()  # a fresh host copy

@@ -73,6 +73,8 @@ def _shape(dims: Iterable[int]) -> bytes:
 def encode_array(arr: NDArray, v3: bool = False) -> List[bytes]:
     """One array as MXNet's ``NDArray::Save`` writes it (the bytes of a pickle too)."""
     ctx = arr.context
+    if arr.stype == "csr":
+        return _encode_csr(arr, v3)
     rsp = isinstance(arr, RowSparseNDArray)
     values = arr._data if rsp else arr._array
     chunks = [struct.pack("<Ii", V3_MAGIC if v3 else V2_MAGIC, 1 if rsp else 0)]
@@ -90,6 +92,50 @@ def encode_array(arr: NDArray, v3: bool = False) -> List[bytes]:
         idx = _host_le(arr._indices)
         chunks.append(memoryview(idx).cast("B") if idx.nbytes else b"")
     return chunks
+
+
+def _encode_csr(arr: Any, v3: bool) -> List[bytes]:
+    """A csr array as ``NDArray::Save``: storage shape (nnz,), shape, context,
+    dtype, then the aux arrays indptr and indices (int64), the values, indptr,
+    indices."""
+    data, indices, indptr = arr._csr
+    ctx = arr.context
+    chunks = [struct.pack("<Ii", V3_MAGIC if v3 else V2_MAGIC, 2), _shape(data.shape),
+              _shape(arr.shape),
+              struct.pack("<iii", _DEV_TYPES.get(ctx.device_type, 1), ctx.device_id,
+                          TYPE_FLAGS[np.dtype(data.dtype)])]
+    for aux in (indptr, indices):
+        chunks.append(struct.pack("<i", TYPE_FLAGS[np.dtype(np.int64)]))
+        chunks.append(_shape(aux.shape))
+    for a in (data, indptr, indices):
+        host = _host_le(a)
+        chunks.append(memoryview(host).cast("B") if host.nbytes else b"")
+    return chunks
+
+
+def _decode_csr(r: Any, i: int, shape: tuple, where: Any, dtype: np.dtype,
+                storage: Optional[tuple]) -> Any:
+    from .csr import CSRNDArray
+    auxes = []
+    for what in ("indptr", "indices"):
+        (flag,) = r.unpack("i")
+        aux_shape = r.shape(f"array {i}'s csr {what} shape")
+        if flag not in (4, 6) or aux_shape is None or len(aux_shape) != 1:
+            raise r.fail(f"array {i} has csr {what} of dtype flag {flag} and shape "
+                         f"{aux_shape}: the file is corrupted")
+        auxes.append((flag, aux_shape))
+    if len(shape) != 2 or storage is None or len(storage) != 1 \
+            or auxes[0][1][0] != shape[0] + 1:
+        raise r.fail(f"array {i}: csr storage shape {storage} does not fit shape {shape}: "
+                     "the file is corrupted")
+    nnz = auxes[1][1][0]
+    data = r.array(dtype, (nnz,))
+    indptr = r.array(FLAG_TYPES[auxes[0][0]], auxes[0][1])
+    indices = r.array(FLAG_TYPES[auxes[1][0]], (nnz,))
+    try:
+        return CSRNDArray(data, indices, indptr, shape, where)
+    except ValueError as exc:
+        raise r.fail(f"array {i}: {exc}: the file is corrupted") from None
 
 
 def _records(data: Any) -> Tuple[List[str], List[NDArray]]:
@@ -227,10 +273,9 @@ def decode_array(r: Reader, i: int, ctx: Optional[Context],
         return decode_legacy_array(r, magic, i, ctx)
     v3 = magic == V3_MAGIC
     (stype,) = r.unpack("i")
-    if stype not in (0, 1):
-        kind = "csr, which mxkv does not support" if stype == 2 else "unknown: corrupted file"
-        raise r.fail(f"array {i} has storage type {stype} ({kind})")
-    storage = r.shape(f"array {i}'s storage shape") if stype == 1 else None
+    if stype not in (0, 1, 2):
+        raise r.fail(f"array {i} has storage type {stype} (unknown: corrupted file)")
+    storage = r.shape(f"array {i}'s storage shape") if stype else None
     shape = r.shape(f"array {i}'s shape")
     if shape is None or (not v3 and len(shape) == 0):
         return None  # MXNet's 'none' NDArray: nothing else follows
@@ -239,6 +284,9 @@ def decode_array(r: Reader, i: int, ctx: Optional[Context],
     dtype = dtype_of(flag, r)
     if stype == 0:
         return NDArray(place(r.array(dtype, shape), where), where)
+    if stype == 2:  # csr: kept in host memory (csr.py)
+        return _decode_csr(r, i, shape, where if not where.uses_cupy else Context("cpu", 0),
+                           dtype, storage)
     (aux_flag,) = r.unpack("i")
     aux_shape = r.shape(f"array {i}'s index shape")
     if aux_flag not in (4, 6) or aux_shape is None or len(aux_shape) != 1:
@@ -330,6 +378,14 @@ def load(fname: str | os.PathLike,
     Reads MXNet 1.x files (and mxkv's). Arrays land where MXNet puts them
     (``cpu(0)``; an array saved on a GPU on that GPU when there is one), or
     on ``ctx`` when given (mxkv's addition).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), 'pair.params')
+    >>> mx.nd.save(path, [mx.nd.ones((2,)), mx.nd.zeros((1,), dtype='int32')])
+    >>> [(a.shape, a.dtype.__name__) for a in mx.nd.load(path)]
+    [((2,), 'float32'), ((1,), 'int32')]
     """
     raw = read_bytes(fname, "NDArray file")
     return decode(memoryview(raw), ctx, f"NDArray file {os.fspath(fname)!r}")

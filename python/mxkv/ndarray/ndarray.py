@@ -9,12 +9,13 @@ contexts never share memory: each cross-context operation copies.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 
 from ..base import MXNetError, numeric_types
-from ..context import Context, current_context, xp_for
+from ..context import Context, current_context, synchronize_streams, xp_for
 from ._util import (
     MXNetIndexError,
     MXNetTypeError,
@@ -32,9 +33,22 @@ from .cow import before_write
 
 __all__ = [
     "NDArray",
+    "py_slice",
     "check_same_device_kind",
     "peer_array",
 ]
+
+
+py_slice = slice  # MXNet's name for the builtin slice (mxnet.ndarray.ndarray.py_slice)
+
+
+def _int_dims(shape: Any) -> tuple:
+    """``shape`` as a tuple of ints; anything but ints (or what has ``__index__``)
+    is refused with TypeError, as MXNet's ctypes conversion refuses it."""
+    try:
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise MXNetTypeError(f"reshape: shape {shape!r} must be a sequence of ints") from None
 
 
 def _shape_str(shape: tuple) -> str:
@@ -118,6 +132,7 @@ class NDArray:
     # ------------------------------------------------------------------ attributes
     @property
     def shape(self) -> tuple:
+        """The array's dimensions, a tuple of ints."""
         return tuple(self._array.shape)
 
     @property
@@ -127,20 +142,25 @@ class NDArray:
 
     @property
     def context(self) -> Context:
+        """The device the array lives on (``cpu(0)``, ``gpu(1)``...); also ``ctx``."""
         return self._ctx
 
     ctx = context
 
     @property
     def stype(self) -> str:
+        """The storage type: ``'default'`` (dense) here, ``'row_sparse'`` for a
+        RowSparseNDArray."""
         return "default"
 
     @property
     def size(self) -> int:
+        """The number of elements (the product of ``shape``)."""
         return int(self._array.size)
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions (``len(shape)``)."""
         return self._array.ndim
 
     @property
@@ -152,6 +172,7 @@ class NDArray:
 
     @property
     def writable(self) -> bool:
+        """Whether the array may be written (always, as MXNet's NDArrays)."""
         return True
 
     def _xp(self):
@@ -219,7 +240,10 @@ class NDArray:
             self.__class__ = type(restored)
 
     def wait_to_read(self) -> None:
-        """Block until pending work writing this array is done."""
+        """Block until pending work writing this array is done: the current
+        stream's, and the comms' streams on its device (docs/gpu.md, Streams)."""
+        if self._ctx.is_gpu:
+            synchronize_streams(self._ctx)
         if self._ctx.uses_cupy:
             with device_scope(self._ctx):
                 xp_for(self._ctx).cuda.get_current_stream().synchronize()
@@ -268,6 +292,7 @@ class NDArray:
         return sparse.cast_storage(self, stype)
 
     def as_nd_ndarray(self) -> NDArray:
+        """This array as an ``mx.nd`` NDArray: itself (MXNet's ``np`` arrays convert)."""
         return self
 
     # ------------------------------------------------------------------ shape
@@ -287,7 +312,7 @@ class NDArray:
         if kwargs:
             raise MXNetTypeError(f"reshape got unexpected arguments {sorted(kwargs)}; "
                                  f"accepted are 'shape' and 'reverse'")
-        dims = _infer_reshape(tuple(int(d) for d in shape), self.shape, reverse)
+        dims = _infer_reshape(_int_dims(shape), self.shape, reverse)
         if int(np.prod(dims)) != self.size:
             raise MXNetValueError(f"cannot reshape an array of shape {self.shape} "
                                   f"into shape {tuple(shape)}")
@@ -320,7 +345,14 @@ class NDArray:
             try:
                 res = self._array[idx]
             except IndexError as exc:
+                if str(exc).startswith("only integers"):  # a key of no index type: as MXNet
+                    raise MXNetValueError(f"NDArray does not support slicing with key {key!r} "
+                                          f"of type {type(key)}") from None
                 raise MXNetIndexError(f"{exc} (NDArray of shape {self.shape})") from None
+            except (ValueError, TypeError) as exc:  # (a zero step...)
+                cls = MXNetTypeError if isinstance(exc, TypeError) else MXNetValueError
+                raise cls(f"NDArray does not support slicing with key {key!r} of type "
+                          f"{type(key)}: {exc}") from None
             if res.ndim == 0:
                 # full integer indexing: MXNet returns a shape-(1,) view
                 ints = idx if isinstance(idx, tuple) else (idx,)
@@ -456,6 +488,42 @@ class NDArray:
     def sum(self, axis=None, keepdims: bool = False) -> NDArray:
         from . import ops
         return ops.sum(self, axis=axis, keepdims=keepdims)
+
+    # ------------------------------------------------------------------ DLPack
+    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
+        """The DLPack capsule of this array's memory (shared, not copied)."""
+        return self._array.__dlpack__(stream=stream, **kwargs) if stream is not None \
+            or kwargs else self._array.__dlpack__()
+
+    def __dlpack_device__(self) -> tuple:
+        """``(device type, device id)`` as DLPack numbers them (1: CPU, 2: CUDA)."""
+        return self._array.__dlpack_device__()
+
+    def to_dlpack_for_read(self) -> Any:
+        """A DLPack capsule of this array's memory, for reading."""
+        from .dlpack import to_dlpack_for_read
+        return to_dlpack_for_read(self)
+
+    def to_dlpack_for_write(self) -> Any:
+        """A DLPack capsule of this array's memory, for writing through it."""
+        from .dlpack import to_dlpack_for_write
+        return to_dlpack_for_write(self)
+
+    def max(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        from . import reduce
+        return reduce.max(self, axis=axis, keepdims=keepdims, exclude=exclude)
+
+    def min(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        from . import reduce
+        return reduce.min(self, axis=axis, keepdims=keepdims, exclude=exclude)
+
+    def mean(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        from . import reduce
+        return reduce.mean(self, axis=axis, keepdims=keepdims, exclude=exclude)
+
+    def prod(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
+        from . import reduce
+        return reduce.prod(self, axis=axis, keepdims=keepdims, exclude=exclude)
 
     def norm(self, ord: int = 2, axis=None, keepdims: bool = False) -> NDArray:
         from . import ops

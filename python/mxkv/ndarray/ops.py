@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError, numeric_types
-from ..context import cupy_or_none
+from ..context import cupy_or_none, synchronize_streams
 from ._util import MXNetTypeError, MXNetValueError, copy_into, device_scope
 from .ndarray import NDArray, peer_array
 
@@ -41,7 +41,9 @@ __all__ = [
 
 
 def waitall() -> None:
-    """Block until all pending work on every device is done."""
+    """Block until all pending work on every device is done (the comms'
+    streams included)."""
+    synchronize_streams()
     cp = cupy_or_none() if _cupy_loaded() else None
     if cp is not None:
         for dev in builtins.range(cp.cuda.runtime.getDeviceCount()):
@@ -111,6 +113,10 @@ def negative(data: NDArray, out: NDArray | None = None) -> NDArray:
 def clip(data: NDArray, a_min: float, a_max: float, out: NDArray | None = None) -> NDArray:
     """Clip values into ``[a_min, a_max]``."""
     data = _dense(data, "clip")
+    for name, v in (("a_min", a_min), ("a_max", a_max)):
+        if not isinstance(v, numeric_types):
+            raise MXNetError(f"clip: invalid parameter format for {name}: expected a float, "
+                             f"got {type(v).__name__} ({v!r})")
     if a_min > a_max:
         raise MXNetValueError(f"clip: a_min {a_min} is greater than a_max {a_max}")
     xp = data._xp()

@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..base import numeric_types
 from ..context import Context, xp_for
 from ._util import (
     MXNetTypeError,
@@ -45,6 +46,10 @@ def _draw(kind: str, args: tuple, shape: Any, dtype: Any, ctx: Optional[Context]
           out: Optional[NDArray]) -> NDArray:
     if out is not None:
         shape, dtype, ctx = out.shape, out.dtype, out.context
+    for a in args:
+        if not isinstance(a, (numeric_types, NDArray)):
+            raise MXNetValueError(f"random.{kind}: distribution parameters must be either "
+                                  f"NDArray or numbers, but got {type(a)}")
     shape = normalize_shape(() if shape is None else shape)
     dt = normalize_dtype(dtype)
     if dt.kind != "f" and kind != "randint":

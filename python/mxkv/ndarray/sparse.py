@@ -34,11 +34,13 @@ from .ndarray import NDArray, _ctx_arg, _shape_str, check_same_device_kind
 
 __all__ = [
     "RowSparseNDArray",
+    "array",
     "cast_storage",
     "dense_to_rsp",
     "empty",
     "from_xp",
     "retain",
+    "zeros_like",
     "row_sparse_array",
     "zeros",
 ]
@@ -436,6 +438,9 @@ def row_sparse_array(arg1: Any, shape: Any = None, ctx: Context | None = None,
         dt = _source_dtype(src_data, dtype)
         data = _host_or_xp(src_data, dt)
         idx = _host_or_xp(src_idx, None)
+        for what, a in (("data", data), ("indices", idx)):
+            if a.dtype.kind not in "biuf":
+                raise MXNetTypeError(f"row_sparse {what} must be numbers, got dtype {a.dtype}")
         if data.ndim < 1 or idx.ndim != 1 or data.shape[0] != idx.shape[0]:
             raise MXNetValueError(f"row_sparse data of shape {tuple(data.shape)} needs one "
                                   f"index per row, got indices of shape {tuple(idx.shape)}")
@@ -523,3 +528,48 @@ def retain(data: NDArray, indices: Any = None, out: NDArray | None = None,
             found = have[pos_c] == ids
             out[found] = data._data[pos_c[found]]
     return RowSparseNDArray(out, ids, shape, ctx)
+
+
+def array(source_array: Any, ctx: Context | None = None, dtype: Any = None) -> NDArray:
+    """A sparse array copied from a sparse ``source_array`` (MXNet's
+    ``mx.nd.sparse.array``), in its dtype unless ``dtype`` is given.
+
+    A dense NDArray or a numpy array is refused (ValueError, as MXNet): use
+    ``tostype`` or ``mx.nd.array``.
+    """
+    if isinstance(source_array, RowSparseNDArray):
+        return row_sparse_array(source_array, ctx=ctx if ctx is not None else
+                                source_array.context,
+                                dtype=dtype if dtype is not None else source_array.dtype)
+    if isinstance(source_array, NDArray) and source_array.stype != "default":
+        out = source_array.copyto(ctx if ctx is not None else source_array.context)
+        return out if dtype is None else out.astype(dtype)
+    if isinstance(source_array, NDArray):
+        raise MXNetValueError("Please use `tostype` to create RowSparseNDArray or CSRNDArray "
+                              "from an NDArray")
+    if type(source_array).__module__.startswith("scipy.sparse"):
+        csr = source_array.tocsr().sorted_indices()
+        csr.sum_duplicates()
+        from .csr import csr_matrix
+        return csr_matrix((csr.data, csr.indices, csr.indptr), shape=csr.shape, ctx=ctx,
+                          dtype=dtype if dtype is not None else csr.dtype)
+    if isinstance(source_array, (np.ndarray, np.generic)):
+        raise MXNetValueError("Please use mx.nd.array to create an NDArray with source_array "
+                              f"of type {type(source_array)}")
+    raise MXNetValueError(f"Unexpected source_array type: {type(source_array)}")
+
+
+def zeros_like(data: NDArray, **kwargs: Any) -> NDArray:
+    """Zeros of ``data``'s storage type, shape, dtype and context."""
+    if not isinstance(data, NDArray):
+        raise MXNetTypeError(f"zeros_like: argument data must have NDArray type, but got "
+                             f"{type(data).__name__}")
+    return zeros(data.stype, data.shape, ctx=data.context, dtype=data.dtype)
+
+
+def __getattr__(name: str) -> Any:
+    # the minimal csr type (csr.py) imports this module; reach it lazily
+    if name in ("CSRNDArray", "csr_matrix"):
+        from . import csr
+        return getattr(csr, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,7 @@
 
 Registered names (``mx.optimizer.create(name)``, case insensitive): sgd,
 ccsgd, nag, adam, adamax, nadam, adagrad, adadelta, rmsprop, signum, ftrl,
-ftml, sgld, dcasgd, test.
+ftml, sgld, dcasgd, lamb, lars, lbsgd, groupadagrad, test.
 """
 from __future__ import annotations
 
@@ -19,7 +19,10 @@ from .adamax import Adamax
 from .dcasgd import DCASGD
 from .ftml import FTML
 from .ftrl import Ftrl
+from .group_adagrad import GroupAdaGrad
 from .lamb import LAMB
+from .lars import LARS
+from .lbsgd import LBSGD
 from .nadam import Nadam
 from .nag import NAG
 from .optimizer import Optimizer, create, register
@@ -34,6 +37,8 @@ __all__ = [
     "DCASGD",
     "FTML",
     "LAMB",
+    "LARS",
+    "LBSGD",
     "NAG",
     "SGD",
     "SGLD",
@@ -42,6 +47,7 @@ __all__ = [
     "Adam",
     "Adamax",
     "Ftrl",
+    "GroupAdaGrad",
     "Nadam",
     "Optimizer",
     "RMSProp",

@@ -13,7 +13,29 @@ from ._arrays import (
 )
 from .optimizer import Optimizer, register
 
-__all__ = ["FTML"]
+__all__ = ["FTML", "ftml_kernel"]
+
+
+def ftml_kernel(lr: float, wd: float, rescale: float, clip: float | None, beta1: float,
+                beta2: float, epsilon: float, t: int):
+    """``ftml_update``'s step on arrays, in the weight's dtype (state ``d, v, z``)."""
+    def kernel(w, g, d, v, z):
+        xp = array_module(w)
+        lr_, wd_, rs_, b1, b2, eps_, t_ = scalars(w, lr, wd, rescale, beta1, beta2, epsilon, t)
+        one = w.dtype.type(1)
+        g *= rs_
+        if wd:
+            g += wd_ * w
+        clip_inplace(g, clip)
+        v *= b2
+        v += (one - b2) * (g * g)
+        d_t = (one - b1 ** t_) / lr_ * (xp.sqrt(v / (one - b2 ** t_)) + eps_)
+        z *= b1
+        z += (one - b1) * g
+        z -= (d_t - b1 * d) * w
+        d[...] = d_t
+        w[...] = -z / d_t
+    return kernel
 
 
 @register
@@ -61,22 +83,5 @@ class FTML(Optimizer):
         beta1, beta2, eps, clip = self.beta1, self.beta2, self.epsilon, self._kernel_clip()
         rescale = self.rescale_grad
 
-        def kernel(w, g, d, v, z):
-            # ftml_update, in the weight's dtype
-            xp = array_module(w)
-            lr_, wd_, rs_, b1, b2, eps_, t_ = scalars(w, lr, wd, rescale, beta1, beta2, eps, t)
-            one = w.dtype.type(1)
-            g *= rs_
-            if wd:
-                g += wd_ * w
-            clip_inplace(g, clip)
-            v *= b2
-            v += (one - b2) * (g * g)
-            d_t = (one - b1 ** t_) / lr_ * (xp.sqrt(v / (one - b2 ** t_)) + eps_)
-            z *= b1
-            z += (one - b1) * g
-            z -= (d_t - b1 * d) * w
-            d[...] = d_t
-            w[...] = -z / d_t
-
+        kernel = ftml_kernel(lr, wd, rescale, clip, beta1, beta2, eps, t)
         run_kernel(kernel, weight, grad, list(state), lazy=False)

@@ -16,6 +16,7 @@ from ._arrays import (
     scalars,
     zeros_state,
 )
+from ._mxmath import powf, sum_sq
 from .optimizer import MultiTensorUpdates, Optimizer, register
 
 __all__ = ["LAMB"]
@@ -54,9 +55,14 @@ class LAMB(MultiTensorUpdates, Optimizer):
     weight with ``multi_precision``. Lists of indices are updated together,
     up to ``MXNET_OPTIMIZER_AGGREGATION_SIZE`` (default 45) at a time, as
     MXNet's ``multi_lamb_update``; the result is the same as one by one.
-    The float32 master copy is updated too, also for a single index (MXNet's
-    single-index ``mp_lamb_update_phase2`` leaves it stale, so later steps
-    would start again from the first weights).
+    The arithmetic is ``multi_lamb_update``'s on the CPU, bit for bit in
+    float32 and float16 (what MXNet's Updater, and so a KVStore, runs): each
+    ``u`` is computed in double and rounded once, ``beta**t`` by C's
+    ``powf``, the norms as sequential float32 sums of squares (of the float16
+    weight under ``multi_precision``), the trust ratio as a float32 division.
+    A single index given to ``update`` directly takes the same path (MXNet
+    takes ``lamb_update_phase1/2`` there, whose master copy goes stale);
+    float64 weights agree to about 1e-8.
     """
 
     def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
@@ -86,39 +92,47 @@ class LAMB(MultiTensorUpdates, Optimizer):
             lr, wd = self._get_lr(index), self._get_wd(index)
             if multi_precision:
                 master, (mean, var) = state
-                self._step(dense_view(master), grad, mean, var, lr, wd, t)
+                self._step(dense_view(master), grad, mean, var, lr, wd, t,
+                           norm_of=dense_view(weight, write=False))
                 dense_view(weight)[...] = dense_view(master, write=False)
             else:
                 mean, var = state
                 self._step(dense_view(weight), grad, mean, var, lr, wd, t)
 
     def _step(self, w: Any, grad: Any, mean: Any, var: Any, lr: float, wd: float,
-              t: int) -> None:
+              t: int, norm_of: Any = None) -> None:
+        """One index's step in ``multi_lamb_update``'s operation order and types."""
         xp = array_module(w)
         m, v = dense_view(mean), dense_view(var)
-        b1, b2, eps, wd_, lr_, rs = scalars(w, self.beta1, self.beta2, self.epsilon, wd, lr,
-                                            self.rescale_grad)
-        one = w.dtype.type(1)
+        b1, b2, eps, wd_, lr_, rs_ = scalars(w, self.beta1, self.beta2, self.epsilon, wd, lr,
+                                             self.rescale_grad)
+        typ = w.dtype.type
+        one = typ(1)
+        r1 = sum_sq(w if norm_of is None else norm_of)  # (the float16 weight under mp)
         g = dense_grad_copy(grad, w.dtype).reshape(w.shape)
-        g *= rs
+        g *= rs_
         clip = self.clip_gradient
-        clip_inplace(g, float(np.float32(clip)) if clip and clip >= 0 else None)
+        clip_inplace(g, float(np.float32(clip)) if clip else None)  # (passed when truthy)
         m *= b1
         m += (one - b1) * g
         v *= b2
         v += (one - b2) * g * g
         if self.bias_correction:
-            b1_t, b2_t = float(b1) ** t, float(b2) ** t
-            u = (m / (one - w.dtype.type(b1_t))) / (xp.sqrt(v / (one - w.dtype.type(b2_t))) + eps)
+            b1_t, b2_t = typ(powf(b1, t)), typ(powf(b2, t))  # the kernel's power::Map
+            m_hat, v_hat = m / (one - b1_t), v / (one - b2_t)
         else:
-            u = m / (xp.sqrt(v) + eps)
-        u += wd_ * w
-        acc = np.float64 if w.dtype == np.float64 else np.float32  # as MXNet's norm
-        r1 = float(xp.sqrt(xp.sum(xp.square(w, dtype=acc))))
-        r2 = float(xp.sqrt(xp.sum(xp.square(u, dtype=acc))))
+            m_hat, v_hat = m, v
+        # The kernel's unqualified sqrt is C's double sqrt: this line runs in
+        # double and is rounded once into the weight's type.
+        f64 = np.float64
+        u = m_hat.astype(f64) / (xp.sqrt(v_hat.astype(f64)) + f64(eps))
+        u += (wd_ * w).astype(f64)
+        u = u.astype(w.dtype)
+        r2 = sum_sq(u)
+        r1, r2 = np.sqrt(r1), np.sqrt(r2)
         if self.lower_bound:
-            r1 = max(r1, float(self.lower_bound))
+            r1 = max(r1, np.float32(self.lower_bound))
         if self.upper_bound:
-            r1 = min(r1, float(self.upper_bound))
-        ratio = 1.0 if r1 == 0.0 or r2 == 0.0 else r1 / r2
-        w -= (lr_ * w.dtype.type(ratio)) * u
+            r1 = min(r1, np.float32(self.upper_bound))
+        ratio = typ(1) if r1 == 0 or r2 == 0 else typ(np.float32(r1 / r2))
+        w -= (lr_ * ratio) * u

@@ -170,8 +170,8 @@ class Optimizer:
         >>> @mx.optimizer.Optimizer.register
         ... class MyOptimizer(mx.optimizer.Optimizer):
         ...     pass
-        >>> type(mx.optimizer.Optimizer.create_optimizer('MyOptimizer'))
-        <class '__main__.MyOptimizer'>
+        >>> type(mx.optimizer.Optimizer.create_optimizer('MyOptimizer')).__name__
+        'MyOptimizer'
         """
         if not isinstance(klass, type):
             raise TypeError(f"Optimizer.register expects a class, got {klass!r}")
@@ -309,6 +309,10 @@ class Optimizer:
                 lr = self.lr_scheduler(self.num_update)
         else:
             lr = self.lr
+        return self._with_lr_mults(lr, indices)
+
+    def _with_lr_mults(self, lr: float, indices: Sequence[Index]) -> list[float]:
+        """``lr`` times each index's multiplier."""
         lrs = [lr for _ in indices]
         for i, index in enumerate(indices):
             if index in self.param_dict:

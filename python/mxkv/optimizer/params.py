@@ -49,6 +49,12 @@ def _count(owner: str, name: str, value: Any) -> None:
         raise MXNetValueError(f"{owner}: {name} must be at least 0, got {value}")
 
 
+def _positive_int(owner: str, name: str, value: Any) -> None:
+    _count(owner, name, value)
+    if value < 1:
+        raise MXNetValueError(f"{owner}: {name} must be at least 1, got {value}")
+
+
 def _flag(owner: str, name: str, value: Any) -> None:
     if not isinstance(value, (bool, numbers.Integral, np.bool_)) or value not in (0, 1):
         raise MXNetTypeError(f"{owner}: {name} must be True or False, got {_describe(value)}")
@@ -161,6 +167,19 @@ RULES: Dict[str, Callable[[str, Any], None]] = {
     "lazy_update": lambda o, v: _flag(o, "lazy_update", v),
     "centered": lambda o, v: _flag(o, "centered", v),
     "bias_correction": lambda o, v: _flag(o, "bias_correction", v),
+    "momentum_correction": lambda o, v: _flag(o, "momentum_correction", v),
+    "eta": _real("eta"),
+    "eps": _real("eps"),
+    "last_lr": _real_or_none("last_lr"),
+    "cur_lr": _real_or_none("cur_lr"),
+    "warmup_strategy": _typed(str, "warmup_strategy must be a str ('linear', 'power2', "
+                                   "'sqrt' or 'lars'; others mean no warmup)"),
+    "warmup_epochs": lambda o, v: _count(o, "warmup_epochs", v),
+    "batch_scale": lambda o, v: _positive_int(o, "batch_scale", v),
+    "updates_per_epoch": lambda o, v: _count(o, "updates_per_epoch", v),
+    "init_updates": lambda o, v: _count(o, "init_updates", v),
+    "num_epochs": lambda o, v: _count(o, "num_epochs", v),
+    "cumgrads": _typed(dict, "cumgrads must be a dict"),
 }
 
 # Attributes every optimizer has (a loaded one must too).

@@ -15,7 +15,46 @@ from ._arrays import (
 from .optimizer import Optimizer, register
 from .sgd import effective_momentum
 
-__all__ = ["Signum"]
+__all__ = ["Signum", "signsgd_kernel", "signum_kernel"]
+
+
+def signsgd_kernel(lr: float, wd: float):
+    """``signsgd_update``: ``w = (1 - lr*wd)*w - lr*sign(grad)`` (rescale_grad and
+    clip_gradient cannot change a sign)."""
+    def kernel(w, g, _=None):
+        xp = array_module(w)
+        lr_, wd_ = scalars(w, lr, wd)
+        if wd:
+            w *= w.dtype.type(1) - lr_ * wd_
+        w -= lr_ * xp.sign(g)
+    return kernel
+
+
+def signum_kernel(lr: float, wd: float, rescale: float, clip: float | None, momentum: float,
+                  wd_lh: float):
+    """``signum_update``::
+
+        mom = momentum*mom - (1-momentum)*wd*w - (1-momentum)*clip(rescale*g)
+        w = (1 - lr*wd_lh)*w + lr*sign(mom)
+    """
+    def kernel(w, g, mom):
+        xp = array_module(w)
+        lr_, wd_, rs_, mu_, lh_ = scalars(w, lr, wd, rescale, momentum, wd_lh)
+        one = w.dtype.type(1)
+        if clip is not None:
+            g *= rs_
+            clip_inplace(g, clip)
+            g *= one - mu_
+        else:
+            g *= (one - mu_) * rs_
+        mom *= mu_
+        if wd:
+            mom -= ((one - mu_) * wd_) * w
+        mom -= g
+        if wd_lh:
+            w *= one - lr_ * lh_
+        w += lr_ * xp.sign(mom)
+    return kernel
 
 
 @register
@@ -70,35 +109,8 @@ class Signum(Optimizer):
         lr = self._get_lr(index)
         wd = self._get_wd(index)
         if state is None:
-            def kernel(w, g, _):
-                # signsgd_update: rescale_grad and clip_gradient cannot change a sign
-                xp = array_module(w)
-                lr_, wd_ = scalars(w, lr, wd)
-                if wd:
-                    w *= w.dtype.type(1) - lr_ * wd_
-                w -= lr_ * xp.sign(g)
-            run_kernel(kernel, weight, grad, [None], lazy=False)
+            run_kernel(signsgd_kernel(lr, wd), weight, grad, [None], lazy=False)
             return
-        momentum = effective_momentum(self.momentum)
-        clip, rescale, wd_lh = self._kernel_clip(), self.rescale_grad, self.wd_lh
-
-        def kernel(w, g, mom):
-            # mom = momentum*mom - (1-momentum)*wd*w - (1-momentum)*clip(rescale*g)
-            xp = array_module(w)
-            lr_, wd_, rs_, mu_, lh_ = scalars(w, lr, wd, rescale, momentum, wd_lh)
-            one = w.dtype.type(1)
-            if clip is not None:
-                g *= rs_
-                clip_inplace(g, clip)
-                g *= one - mu_
-            else:
-                g *= (one - mu_) * rs_
-            mom *= mu_
-            if wd:
-                mom -= ((one - mu_) * wd_) * w
-            mom -= g
-            if wd_lh:
-                w *= one - lr_ * lh_
-            w += lr_ * xp.sign(mom)
-
+        kernel = signum_kernel(lr, wd, self.rescale_grad, self._kernel_clip(),
+                               effective_momentum(self.momentum), self.wd_lh)
         run_kernel(kernel, weight, grad, [state], lazy=False)

@@ -13,7 +13,6 @@ under a lock.
 """
 from __future__ import annotations
 
-import pickle
 import threading
 from collections.abc import Sequence
 from typing import Any, Mapping, Optional
@@ -29,9 +28,8 @@ __all__ = ["Updater", "get_updater"]
 class _SavedArray:
     """A picklable record of one NDArray of a state: host copy plus context.
 
-    ``get_states`` turns every NDArray of the states into one of these, so
-    the bytes hold plain numpy arrays whatever the NDArray's backing (numpy
-    or cupy) and whether or not NDArray pickles itself.
+    States files written by earlier mxkv versions hold these; they still
+    load. (``get_states`` now writes MXNet's format: ``states_writer.py``.)
     """
 
     __slots__ = ("array", "device_id", "device_type", "indices", "shape")
@@ -95,21 +93,9 @@ def _is_ndarray(obj: Any) -> bool:
     return isinstance(obj, NDArray)
 
 
-def _freeze(obj: Any) -> Any:
-    """Replace every NDArray inside ``obj`` (tuples, lists, dicts) with a _SavedArray."""
-    if _is_ndarray(obj):
-        return _SavedArray(obj)
-    if isinstance(obj, tuple):
-        return tuple(_freeze(x) for x in obj)
-    if isinstance(obj, list):
-        return [_freeze(x) for x in obj]
-    if isinstance(obj, dict):
-        return {k: _freeze(v) for k, v in obj.items()}
-    return obj
-
-
 def _thaw(obj: Any) -> Any:
-    """Inverse of :func:`_freeze`."""
+    """Every _SavedArray inside ``obj`` (tuples, lists, dicts) as an NDArray
+    (the array records of states files written by mxkv before 0.3)."""
     if isinstance(obj, _SavedArray):
         return obj.restore()
     if isinstance(obj, tuple):
@@ -276,9 +262,10 @@ class Updater:
             Also save the optimizer: its learning rate, scheduler, update
             counts and multipliers.
         """
+        from .states_writer import dumps
         with self._lock:
-            frozen = _freeze(self.states)
-        return pickle.dumps((frozen, self.optimizer) if dump_optimizer else frozen)
+            states = dict(self.states)
+            return dumps((states, self.optimizer) if dump_optimizer else states)
 
 
 def get_updater(optimizer: Optimizer) -> Updater:

@@ -1,8 +1,8 @@
 """Make ``import mxnet`` give mxkv, for MXNet's own unit tests run against mxkv.
 
 ``mxnet`` and the submodules those tests import become thin aliases of
-mxkv's modules, plus the few names they import that mxkv does not define
-(``py_str``, ``mx_real_t``, ``py_slice``...). Parts of MXNet that mxkv does
+mxkv's modules, with nothing added to mxkv's own names except csr storage (placeholders
+that raise). Parts of MXNet that mxkv does
 not claim (symbols, autograd, gluon, runtime features, io, contrib)
 are modules whose attributes raise :class:`NotClaimed`, so a test reaching
 for one fails with a message saying so. ``nose.tools`` maps onto pytest.
@@ -59,14 +59,10 @@ def _install() -> None:
     for sub in ("autograd", "gluon", "runtime", "symbol", "sym", "io", "module",
                 "metric", "initializer", "contrib", "numpy", "np", "npx"):
         mods[f"mxnet.{sub}"] = _Unclaimed(f"mxnet.{sub}")
-    mods["mxnet.base"] = _Alias("mxnet.base", mxkv.base, py_str=lambda x: x.decode("utf-8"),
-                                integer_types=(int, np.integer), string_types=(str,),
-                                mx_real_t=np.float32,
-                                numeric_types=(float, int, np.generic))
+    mods["mxnet.base"] = mxkv.base
     mods["mxnet.ndarray.sparse"] = _Alias("mxnet.ndarray.sparse", nd_sparse,
                                           CSRNDArray=CSRNDArray, csr_matrix=_refuse_csr)
-    mods["mxnet.ndarray.ndarray"] = _Alias("mxnet.ndarray.ndarray", nd_ndarray,
-                                           py_slice=slice)
+    mods["mxnet.ndarray.ndarray"] = nd_ndarray
     mods["mxnet.ndarray"] = _Alias("mxnet.ndarray", mxkv.ndarray,
                                    sparse=mods["mxnet.ndarray.sparse"],
                                    ndarray=mods["mxnet.ndarray.ndarray"],

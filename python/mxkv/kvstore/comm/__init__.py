@@ -1,5 +1,6 @@
 """Comms: how a store reduces pushed values and broadcasts pulled ones."""
-from .base import Comm, copy_array, create_comm, sum_row_sparse
+from .base import Comm, create_comm, sum_row_sparse
+from .copies import copy_array
 from .cpu import CommCPU
 from .device import CommDevice
 from .nccl import CommNCCL

@@ -2,6 +2,11 @@
 a stored value reaches the outputs of a pull.
 
 A comm knows arrays and devices, never key names, updaters or optimizers.
+Every reduce and broadcast that touches a GPU runs as one operation of the
+comm's :class:`~.streams.StreamOrder`: ordered after the caller's streams on
+the way in, and the caller's streams after it on the way out (docs/gpu.md,
+"Streams"). Subclasses implement ``_reduce`` and ``_broadcast``; the public
+``reduce`` and ``broadcast`` here are the only doors in.
 Comms are registered by name (``Comm.register``) and built by
 :func:`create_comm`; the store factory picks ``cpu``, ``device``, ``tree``
 (``MXNET_KVSTORE_USETREE=1``) or ``nccl`` from the type string.
@@ -16,34 +21,11 @@ from ...base import MXNetError
 from ...context import Context, cpu_pinned
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
+from .copies import copy_array
 from .reduce import Reducer
+from .streams import StreamOrder
 
 __all__ = ["Comm", "create_comm", "copy_array", "sum_row_sparse"]
-
-
-def copy_array(dst: Any, src: Any) -> None:
-    """Copy the contents of ``src`` into the existing buffer ``dst``.
-
-    Both are numpy or cupy arrays of the same size; they may live on
-    different devices (host to device, device to host, device to device).
-    """
-    if type(dst) is np.ndarray and type(src) is np.ndarray and dst.shape == src.shape:
-        dst[...] = src  # the cheapest numpy copy call for small arrays
-        return
-    if isinstance(dst, np.ndarray):
-        if isinstance(src, np.ndarray):
-            np.copyto(dst, src.reshape(dst.shape), casting="unsafe")
-        else:  # cupy -> host
-            src.reshape(dst.shape).get(out=dst)
-        return
-    if isinstance(src, np.ndarray):
-        dst.set(np.ascontiguousarray(src.reshape(dst.shape), dtype=dst.dtype))
-    elif src.device.id == dst.device.id:
-        with src.device:
-            dst[...] = src.reshape(dst.shape)
-    else:  # between two GPUs: cudaMemcpyPeer (peer access is the Copier's choice)
-        from .peer import copy_between_gpus
-        copy_between_gpus(dst, src)
 
 
 def sum_row_sparse(values: Sequence[RowSparseNDArray], xp: Any = np):
@@ -77,6 +59,8 @@ class Comm:
         self.reducer = Reducer()
         self.gc = None
         self.store_ctx: Context = cpu_pinned(0)
+        self.streams = StreamOrder()
+        self.closed = False
 
     @staticmethod
     def register(klass: Type["Comm"]) -> Type["Comm"]:
@@ -96,7 +80,24 @@ class Comm:
 
     def reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
         """Sum the dense ``srcs``; into ``out`` when given, else into a buffer
-        the comm owns (or, for one source and no ``out``, the source itself)."""
+        the comm owns (or, for one source and no ``out``, the source itself).
+
+        With a GPU among the arrays, one stream-ordered operation: the result
+        is ready for work the caller enqueues next on its current streams
+        (and for the host when it is in host memory).
+        """
+        if out is None or out._ctx.device_typeid != 2:
+            for s in srcs:
+                if s._ctx.device_typeid == 2:
+                    break
+            else:
+                return self._reduce(key, srcs, out)
+        with self.streams.op(srcs, [] if out is None else [out]) as written:
+            result = self._reduce(key, srcs, out)
+            written.append(result)
+        return result
+
+    def _reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray]) -> NDArray:
         raise NotImplementedError
 
     def reduce_row_sparse(self, key: Any, srcs: List[RowSparseNDArray]) -> RowSparseNDArray:
@@ -105,7 +106,18 @@ class Comm:
         return RowSparseNDArray(data, idx, srcs[0].shape, self.store_ctx)
 
     def broadcast(self, key: Any, src: NDArray, dsts: List[NDArray]) -> None:
-        """Copy dense ``src`` into every dense ``dst``."""
+        """Copy dense ``src`` into every dense ``dst`` (stream-ordered, as :meth:`reduce`)."""
+        if src._ctx.device_typeid != 2:
+            for d in dsts:
+                if d._ctx.device_typeid == 2:
+                    break
+            else:
+                self._broadcast(key, src, dsts)
+                return
+        with self.streams.op([src], dsts):
+            self._broadcast(key, src, dsts)
+
+    def _broadcast(self, key: Any, src: NDArray, dsts: List[NDArray]) -> None:
         s = src._array
         if len(dsts) == 1:
             d = dsts[0]._array
@@ -131,7 +143,16 @@ class Comm:
             d[...] = s
 
     def close(self) -> None:
+        """Wait for the comm's streams, then free what it holds (idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.streams.close()
+        self._free()
         self.reducer.close()
+
+    def _free(self) -> None:
+        """Drop the comm's buffers (after its streams are idle); subclasses extend."""
 
 
 def create_comm(name: str) -> Comm:

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from ...context import empty_host
 from ...ndarray import NDArray
 from .base import Comm, copy_array
 
@@ -38,12 +39,12 @@ class CommCPU(Comm):
             while len(stage) <= i:
                 stage.append(None)
             if stage[i] is None or stage[i].shape != a.shape or stage[i].dtype != a.dtype:
-                stage[i] = np.empty(a.shape, a.dtype)
+                stage[i] = empty_host(self.store_ctx, a.shape, a.dtype)  # pinned: DMA
             copy_array(stage[i], a)
             out.append(stage[i])
         return out
 
-    def reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
+    def _reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
         if out is not None and len(srcs) == 1:
             copy_array(out._array, srcs[0]._array)
             return out
@@ -53,7 +54,8 @@ class CommCPU(Comm):
             out = self._merge.get(key)
             s0 = srcs[0]
             if out is None or out.shape != s0.shape or out._array.dtype != s0._array.dtype:
-                out = NDArray(np.empty(s0.shape, s0._array.dtype), self.store_ctx)
+                out = NDArray(empty_host(self.store_ctx, s0.shape, s0._array.dtype),
+                              self.store_ctx)
                 self._merge[key] = out
         host = self._host(key, srcs)
         if isinstance(out._array, np.ndarray):
@@ -63,3 +65,8 @@ class CommCPU(Comm):
             self.reducer.sum_into(tmp, host)
             copy_array(out._array, tmp)
         return out
+
+    def _free(self) -> None:
+        self._merge.clear()
+        self._staging.clear()
+        super()._free()

@@ -140,7 +140,7 @@ class CommDevice(Comm):
         return arrays
 
     # -- reduce --------------------------------------------------------------
-    def reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
+    def _reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
         if self.gc is not None:
             return self._reduce_compressed(key, srcs, out)
         if len(srcs) == 1:
@@ -220,18 +220,18 @@ class CommDevice(Comm):
             self.reducer.sum_into(merge._array, parts)
 
     # -- broadcast -----------------------------------------------------------
-    def broadcast(self, key: Any, src: NDArray, dsts: List[NDArray]) -> None:
+    def _broadcast(self, key: Any, src: NDArray, dsts: List[NDArray]) -> None:
         """Copy ``src`` into every ``dst``: host outs straight from ``src``; GPU
         outs through one upload to a first device (the merge device when it
         is among them), then device-to-device copies from there."""
         sctx = src._ctx
         gpu = [d for d in dsts if d._ctx.is_gpu and d._ctx != sctx]
         if not gpu:
-            super().broadcast(key, src, dsts)
+            super()._broadcast(key, src, dsts)
             return
         rest = [d for d in dsts if not d._ctx.is_gpu or d._ctx == sctx]
         if rest:
-            super().broadcast(key, src, rest)
+            super()._broadcast(key, src, rest)
         merge_ctx = self._merge_ctx.get(key)
         first = next((d for d in gpu if d.context == merge_ctx), gpu[0])
         self.copier.copy(first, src)
@@ -239,3 +239,12 @@ class CommDevice(Comm):
             if d is not first:
                 self.copier.copy(d, first)
 
+
+    # -- lifetime -----------------------------------------------------------------
+    def _free(self) -> None:
+        with self._place_lock:
+            self._merge.clear()
+            self._copy_buf.clear()
+            self._residual.clear()
+        self.copier.close()
+        super()._free()

@@ -100,11 +100,11 @@ class CupyNccl:
         except nccl.NcclError as exc:
             raise MXNetError(f"NCCL could not form a communicator over CUDA devices "
                              f"{self.cuda_ids}: {exc}") from None
-        self.streams = []
-        for d in self.cuda_ids:
-            with cupy.cuda.Device(d):
-                # a blocking stream: ordered after and before CuPy's default-stream work
-                self.streams.append(cupy.cuda.Stream(non_blocking=False))
+
+    def _stream(self) -> int:
+        """The current stream of the current device: the comm's own stream
+        inside a comm operation (:mod:`.streams`), which orders it."""
+        return self._cupy.cuda.get_current_stream().ptr
 
     @contextlib.contextmanager
     def group(self):
@@ -118,15 +118,19 @@ class CupyNccl:
         with self._cupy.cuda.Device(self.cuda_ids[rank]):
             self.comms[rank].reduce(send.data.ptr, 0 if recv is None else recv.data.ptr,
                                     send.size, NCCL_TYPES[np.dtype(send.dtype)], NCCL_SUM,
-                                    root, self.streams[rank].ptr)
+                                    root, self._stream())
 
     def bcast(self, rank: int, buf: Any, root: int) -> None:
         with self._cupy.cuda.Device(self.cuda_ids[rank]):
             self.comms[rank].bcast(buf.data.ptr, buf.size, NCCL_TYPES[np.dtype(buf.dtype)],
-                                   root, self.streams[rank].ptr)
+                                   root, self._stream())
 
     def close(self) -> None:
-        for c in self.comms:
+        """Destroy the communicators, after every device finished its work
+        (the comm's streams were synchronised before; this waits for the rest)."""
+        for d, c in zip(self.cuda_ids, self.comms):
+            with self._cupy.cuda.Device(d):
+                self._cupy.cuda.Device(d).synchronize()
             c.destroy()
         self.comms = []
 
@@ -142,10 +146,18 @@ class SimulatedCollectives:
     records every collective run, for tests to read.
     """
 
-    def __init__(self, nranks: int) -> None:
+    #: communicators made and not yet destroyed (tests check close destroys them)
+    alive = 0
+    _alive_lock = threading.Lock()
+
+    def __init__(self, nranks: int, devs: Optional[Sequence[Context]] = None) -> None:
         self.nranks = nranks
+        self.devs = list(devs) if devs is not None else None
         self._pending: Optional[List[Tuple]] = None
         self.calls: List[Tuple[str, int, int]] = []  # (op, root, count)
+        self.destroyed = False
+        with SimulatedCollectives._alive_lock:
+            SimulatedCollectives.alive += 1
 
     @contextlib.contextmanager
     def group(self):
@@ -185,6 +197,20 @@ class SimulatedCollectives:
             if op == "reduce" and (recv is not None) != (rank == root):
                 raise MXNetError("simulated NCCL: only the root passes a receive buffer")
         by_rank = {c[1]: c for c in calls}
+        if self.devs is not None:  # order as NCCL does, on each rank's current stream
+            from .streams import model
+
+            be = model()
+            streams = [be.current(d) for d in self.devs]
+            be.collective(streams)
+            for r, st in enumerate(streams):
+                c = by_rank[r]
+                if op == "reduce":
+                    be.access(st, reads=[c[2]], writes=[c[3]] if r == root else [],
+                              what="ncclReduce")
+                else:
+                    be.access(st, reads=[c[2]] if r == root else [],
+                              writes=[] if r == root else [c[2]], what="ncclBcast")
         if op == "reduce":
             out = by_rank[root][3].reshape(-1)
             total = by_rank[0][2].reshape(-1).copy()
@@ -199,7 +225,11 @@ class SimulatedCollectives:
         self.calls.append((op, root, int(first.size)))
 
     def close(self) -> None:
-        pass
+        if self.destroyed:
+            return
+        self.destroyed = True
+        with SimulatedCollectives._alive_lock:
+            SimulatedCollectives.alive -= 1
 
 
 # ----------------------------------------------------------------------------
@@ -257,14 +287,14 @@ class CommNCCL(CommDevice):
             if devs[0].uses_cupy:
                 self.collectives = CupyNccl([d.cuda_id for d in devs])
             else:
-                self.collectives = SimulatedCollectives(len(devs))
+                self.collectives = SimulatedCollectives(len(devs), devs)
             self.devs = devs
         return self.collectives
 
     # -- reduce -----------------------------------------------------------------
-    def reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
+    def _reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
         if self.gc is not None or len(srcs) < 2 or any(type(s) is not NDArray for s in srcs):
-            return super().reduce(key, srcs, out)
+            return super()._reduce(key, srcs, out)
         with self._lock:  # the device set is checked and fixed in one step
             self.validate_push({key: srcs})
             coll = self._communicator(srcs)
@@ -281,11 +311,11 @@ class CommNCCL(CommDevice):
         return out
 
     # -- broadcast --------------------------------------------------------------
-    def broadcast(self, key: Any, src: NDArray, dsts: List[NDArray]) -> None:
+    def _broadcast(self, key: Any, src: NDArray, dsts: List[NDArray]) -> None:
         ctxs = sorted((d.context for d in dsts), key=lambda c: c.device_id)
         if self.collectives is None or ctxs != self.devs or \
                 any(type(d) is not NDArray for d in dsts):
-            super().broadcast(key, src, dsts)
+            super()._broadcast(key, src, dsts)
             return
         by_ctx = {d.context: d for d in dsts}
         root_ctx = self._merge_ctx.get(key, self.devs[0])
@@ -296,10 +326,13 @@ class CommNCCL(CommDevice):
             for rank, ctx in enumerate(self.devs):
                 coll.bcast(rank, by_ctx[ctx]._array, root)
 
-    def close(self) -> None:
-        if self.collectives is not None:
-            self.collectives.close()
-        super().close()
+    def _free(self) -> None:
+        # the streams were synchronised first (Comm.close): destroy the communicator
+        with self._lock:
+            if self.collectives is not None:
+                self.collectives.close()
+                self.collectives = None
+        super()._free()
 
 
 def _check_ranks(devs: Sequence[Context]) -> None:

@@ -19,6 +19,9 @@ On real GPUs peer access is enabled once per pair, as MXNet's
 ``cudaDeviceCanAccessPeer`` allows it. On simulated GPUs (numpy memory) the
 copy is a host copy and the route comes from the synthetic link topology,
 so the counts show what a real machine with that topology would send where.
+
+The copies themselves (asynchronous, ordered by events, staged through a
+pinned buffer owned by each device pair) are :mod:`.copies`'.
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ import numpy as np
 
 from ...base import env
 from ...context import Context
+from .copies import Staging, copy_array, copy_peer, copy_staged, enable_peer_access, move_async
+from .streams import backend_for
 
 __all__ = ["Copier", "same_memory"]
 
@@ -49,6 +54,7 @@ class Copier:
         self.p2p = env("MXNET_ENABLE_GPU_P2P", True, bool)
         self.bytes: Counter = Counter()
         self._peer: Dict[Tuple[int, int], bool] = {}
+        self._stages: Dict[Tuple[Any, Any], Tuple[Staging, Any]] = {}
         self._lock = threading.Lock()
 
     # -- routes ---------------------------------------------------------------
@@ -73,7 +79,7 @@ class Copier:
         if known is not None:
             return known
         if src.uses_cupy:
-            ok = _enable_cuda_peer(src.cuda_id, dst.cuda_id)
+            ok = enable_peer_access(src.cuda_id, dst.cuda_id)
         else:
             from .topology import synthetic_links_for_all
             ok = bool(synthetic_links_for_all().p2p[dst.device_id][src.device_id])
@@ -83,60 +89,61 @@ class Copier:
 
     # -- copies ---------------------------------------------------------------
     def copy(self, dst: Any, src: Any) -> str:
-        """Copy NDArray ``src`` into NDArray ``dst`` (same size); return the route."""
-        way = self.route(src.context, dst.context)
+        """Copy NDArray ``src`` into NDArray ``dst`` (same size); return the route.
+
+        Copies that involve a GPU run on the devices' current streams (the
+        comm's, inside a comm operation) and are ordered by events; a copy
+        into host memory is complete when the operation ends.
+        """
+        sctx, dctx = src._ctx, dst._ctx
+        way = self.route(sctx, dctx)
         d, s = dst._array, src._array
-        if way != "local":
-            with self._lock:
-                self.bytes[way] += int(s.nbytes)
-        if isinstance(d, np.ndarray) and isinstance(s, np.ndarray):
-            np.copyto(d, s.reshape(d.shape), casting="unsafe")
-        elif way in ("peer", "staged"):
-            copy_between_gpus(d, s, staged=way == "staged")
-        else:
-            from .base import copy_array
-            copy_array(d, s)
+        if way == "local":
+            if isinstance(d, np.ndarray) and isinstance(s, np.ndarray):
+                np.copyto(d, s.reshape(d.shape), casting="unsafe")
+            else:
+                copy_array(d, s)
+            return way
+        with self._lock:
+            self.bytes[way] += int(s.nbytes)
+        if d.dtype != s.dtype and not isinstance(s, np.ndarray) and way != "h2d":
+            s = _cast_on_device(s, d.dtype)  # copies move bytes: cast where the source is
+        if way in ("peer", "staged", "device"):
+            be = backend_for(dctx)
+            ddev, sdev = be.key(dctx), be.key(sctx)
+            if way == "staged":
+                copy_staged(be, self._staging(be, sdev, ddev, sctx.uses_cupy), d, s, ddev, sdev)
+            else:
+                copy_peer(be, d, s, ddev, sdev)
+            return way
+        gctx = dctx if way == "h2d" else sctx
+        be = backend_for(gctx)
+        move_async(be, be.current(be.key(gctx)), d, s, way)
         return way
+
+    def _staging(self, be: Any, sdev: Any, ddev: Any, pinned: bool) -> Staging:
+        with self._lock:
+            st = self._stages.get((sdev, ddev))
+            if st is None:
+                st = self._stages[(sdev, ddev)] = (Staging(pinned), be)
+            return st[0]
 
     def reset_counts(self) -> None:
         with self._lock:
             self.bytes.clear()
 
+    def close(self) -> None:
+        """Free the staging buffers once their last uploads are done."""
+        with self._lock:
+            stages = list(self._stages.values())
+            self._stages.clear()
+        for st, be in stages:
+            st.release(be)
 
-def _enable_cuda_peer(src_dev: int, dst_dev: int) -> bool:
-    """Let ``dst_dev`` read ``src_dev``'s memory; False when CUDA says it cannot."""
+
+def _cast_on_device(a: Any, dtype: Any) -> Any:
+    """``a`` (cupy) cast to ``dtype`` on its own device's current stream."""
     import cupy
 
-    rt = cupy.cuda.runtime
-    try:
-        if not rt.deviceCanAccessPeer(dst_dev, src_dev):
-            return False
-        with cupy.cuda.Device(dst_dev):
-            rt._deviceEnsurePeerAccess(src_dev)
-        return True
-    except rt.CUDARuntimeError:
-        return False
-
-
-def copy_between_gpus(dst: Any, src: Any, staged: bool = False) -> None:
-    """Copy cupy ``src`` into cupy ``dst`` on another device.
-
-    ``staged``: through a pinned host buffer (two copies over PCIe); else
-    ``cudaMemcpyPeer``, which is ordered after pending work on both devices.
-    """
-    import cupy
-
-    src = src.reshape(dst.shape)
-    if staged:
-        with cupy.cuda.Device(src.device.id):
-            host = cupy.cuda.alloc_pinned_memory(src.nbytes)
-            buf = np.frombuffer(host, src.dtype, src.size).reshape(src.shape)
-            src.get(out=buf)
-        with cupy.cuda.Device(dst.device.id):
-            dst.set(buf)
-        return
-    if not src.flags.c_contiguous:
-        with cupy.cuda.Device(src.device.id):
-            src = cupy.ascontiguousarray(src)
-    cupy.cuda.runtime.memcpyPeer(dst.data.ptr, dst.device.id, src.data.ptr, src.device.id,
-                                 src.nbytes)
+    with cupy.cuda.Device(a.device.id):
+        return a.astype(dtype)

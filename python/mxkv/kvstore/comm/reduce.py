@@ -144,15 +144,18 @@ def _copy_range(s: np.ndarray, dsts: List[np.ndarray], lo: int, hi: int, chunk: 
 
 
 def _sum_generic(out, o, flat):
+    """Device arrays (cupy): in-place adds on the current stream, no temporary."""
+    import cupy
+
     for i, s in enumerate(flat):
         if i and s.data.ptr == o.data.ptr:
             flat[0], flat[i] = flat[i], flat[0]
             break
     if len(flat) == 1:
         if flat[0] is not o:
-            o[...] = flat[0]
+            cupy.copyto(o, flat[0])
         return out
-    o[...] = flat[0] + flat[1] if flat[0].data.ptr != o.data.ptr else o + flat[1]
+    cupy.add(flat[0], flat[1], out=o)
     for s in flat[2:]:
-        o += s
+        cupy.add(o, s, out=o)
     return out

@@ -137,10 +137,10 @@ class CommTree(CommDevice):
         return [(bounds[i], bounds[i + 1]) for i in range(n)]
 
     # -- reduce -----------------------------------------------------------------
-    def reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
+    def _reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
         devs = None if self.gc is not None else self._device_set(srcs)
         if devs is None:
-            return super().reduce(key, srcs, out)
+            return super()._reduce(key, srcs, out)
         plan = self.plan(devs)
         by_dev = {s.context: s for s in srcs}
         bufs = [self._buf(key, d, "sum", srcs[0]) for d in plan.devs]
@@ -174,11 +174,11 @@ class CommTree(CommDevice):
                 total += landed._array
 
     # -- broadcast --------------------------------------------------------------
-    def broadcast(self, key: Any, src: NDArray, dsts: List[NDArray]) -> None:
+    def _broadcast(self, key: Any, src: NDArray, dsts: List[NDArray]) -> None:
         devs = self._device_set(dsts)
         plan = self._plans.get(devs) if devs is not None else None
         if plan is None:  # no push from this device set yet: as the device comm
-            super().broadcast(key, src, dsts)
+            super()._broadcast(key, src, dsts)
             return
         by_dev = {d.context: d for d in dsts}
         outs = [by_dev[c] for c in plan.devs]
@@ -187,3 +187,8 @@ class CommTree(CommDevice):
             self.copier.copy(_rows(outs[r], lo, hi), _rows(src, lo, hi))
             for s, d in plan.broadcast_steps(r):
                 self.copier.copy(_rows(outs[d], lo, hi), _rows(outs[s], lo, hi))
+
+    def _free(self) -> None:
+        self._tree_bufs.clear()
+        self._plans.clear()
+        super()._free()

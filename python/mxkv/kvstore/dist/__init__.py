@@ -8,10 +8,10 @@ One concept per module:
 ``rounds``         sync rounds, async order and exactly-once sequence numbers
 ``shard``          the server shard actor (MXNet's KVStoreDistServer)
 ``coordinator``    ranks, heartbeats, barriers, the command log (the scheduler)
-``checkpoint``     shard checkpoints, written atomically in the background
+``checkpoint``     shard checkpoints: append-only logs of what changed
 ``channel``        a worker's calls to the shards: waits, timeouts, resends
 ``worker``         the worker's store (MXNet's KVStoreDist)
-``p3``             P3's priority-ordered sending
+``p3``             P3: priority-ordered sending within a window of bytes
 ``states``         optimizer states gathered from / scattered to the shards
 ``cluster``        creating and removing a job's actors
 ``launch``         ``mxkv launch``
@@ -38,7 +38,7 @@ def create_dist(name: str) -> Any:
 
     job = JobEnv.from_env(name)
     if job.role in ("server", "scheduler"):
-        from .server import ServerHandle
+        from .server_process import ServerHandle
 
         return ServerHandle(name, job)
     from .worker import DistKVStore

@@ -117,12 +117,14 @@ class Channel:
                 time.sleep(0.2)
 
     # ------------------------------------------------------------ sending
-    def send(self, msg: Message, method: str, *args: Any) -> None:
-        """Send an init/push message and keep it until it is durable."""
+    def send(self, msg: Message, method: str, *args: Any) -> Any:
+        """Send an init/push message and keep it until it is durable; returns
+        the call's ref (done when the shard has answered)."""
         with self.lock:
             self.kept[msg.shard].append(msg)
             ref = self._submit_message(msg, method, args)
             self.inflight.append((ref, msg))
+        return ref
 
     def _submit_message(self, msg: Message, method: str, args: tuple) -> Any:
         shard = self.shards[msg.shard]

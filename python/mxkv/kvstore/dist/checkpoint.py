@@ -1,181 +1,337 @@
-"""Shard checkpoints: two slot files per shard, overwritten in turn.
+"""Shard checkpoints: an append-only log of what changed, compacted now and then.
 
-A shard's state (its parts' values and completed rounds, the accepted
-sequence numbers, the updater with its optimizer states, the last command it
-applied) is written to ``<dir>/shard-<i>.ckpt.a`` and ``.b`` alternately,
-overwriting the older slot in place (so the file's pages are reused, not
-allocated anew on every checkpoint). A slot starts with a header
-``MXKVCKP1 | sequence | length``; the header is made invalid before the
-body is written and valid again only after it, so a kill at any moment
-leaves at least one valid slot, and loading takes the valid slot with the
-highest sequence number.
+A checkpoint costs what changed since the last one, not what the shard
+holds. The shard hands the writer a *delta*: the parts whose value or
+optimizer state changed (each with its round and accepted sequence numbers)
+and the shard-wide settings (``meta``: sync mode, compression, the command
+sequence, the optimizer when it changed). A background thread appends each
+delta to ``<dir>/shard-<i>.ckpt`` as one record; loading replays the
+records in order, the newest field of each part winning.
 
-The body is a pickle (protocol 5) whose arrays are written straight from
-their memory (out-of-band buffers): no extra copy of the values.
+Record: ``MXKVLOG1 | seq | length``, the body (a pickle, protocol 5, whose
+arrays are written straight from their memory as out-of-band buffers), then
+``MXKVEND1 | seq``. A record counts only when its footer is there, so a kill
+at any moment leaves a loadable log: at worst its last record is torn, and
+it is ignored (and cut off when a restarted shard opens the log again). Each
+record is flushed and ``fsync``-ed before the shard learns it is durable,
+which is when workers may forget the pushes it covers; on a shared
+``MXKV_CHECKPOINT_DIR`` a shard restarted on another host reads the log
+from there.
 
-Writing happens on a background thread; the shard hands over a snapshot
-(values copied, or immutable) and learns when it is on disk, which is when
-workers may forget the pushes it covers (:class:`CheckpointWriter.durable`).
+When the log holds more than twice the live data plus ``MXKV_CHECKPOINT_SLACK_MB``
+(default 32), the writer thread compacts it: it reads the log (mapped, not
+copied), writes the newest state as one record to ``shard-<i>.ckpt.tmp``
+and renames that over the log (atomic: a kill leaves the old log or the new
+one). Compaction rewrites the live data once per at least as many bytes
+appended, so its cost, too, follows the change.
 
 ``MXKV_CHECKPOINT_DIR`` chooses the directory (default: a new directory
 under ``/dev/shm`` where it exists, else the system's temporary directory;
 the job removes it at the end); ``MXKV_CHECKPOINT_ROUNDS`` (default 4) is
-how many state-changing messages a shard handles between checkpoints:
-workers keep about that many rounds of their pushes to re-send after a
-shard restart.
+how many state-changing messages a shard handles between checkpoints (an
+``init`` or a command is written at once): workers keep about that many
+rounds of their pushes to re-send after a shard restart.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import pickle
 import struct
 import threading
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ...base import MXNetIOError
+from ...base import MXNetIOError, env
 
-__all__ = ["CheckpointWriter", "load_checkpoint", "checkpoint_path", "copy_state"]
+__all__ = ["CheckpointLog", "checkpoint_path", "copy_state", "merge_deltas", "apply_delta",
+           "load_log"]
 
-_MAGIC = b"MXKVCKP1"
+_MAGIC = b"MXKVLOG1"
+_END = b"MXKVEND1"
 _HEADER = struct.Struct("<8sQQ")   # magic, sequence, body length
+_FOOTER = struct.Struct("<8sQ")    # end magic, sequence
 _META = struct.Struct("<QQ")       # meta pickle length, number of buffers
 _LEN = struct.Struct("<Q")
 
+#: per-part fields a delta may carry: value, shape, state (frozen optimizer
+#: state), round, seen
+Delta = Dict[str, Any]
+
 
 def checkpoint_path(directory: str, index: int) -> str:
-    """The base path of shard ``index``'s slots (``.a`` and ``.b`` are appended)."""
+    """The log file of shard ``index`` in ``directory``."""
     return os.path.join(directory, f"shard-{index}.ckpt")
 
 
-def _read_slot(path: str) -> Optional[tuple]:
-    """(sequence, state) of a valid slot, or None."""
+def empty_delta() -> Delta:
+    return {"parts": {}, "meta": {}}
+
+
+def merge_deltas(old: Delta, new: Delta) -> Delta:
+    """One delta equal to applying ``old`` then ``new`` (``new`` wins per field).
+
+    A ``meta['reset_states']`` in ``new`` drops the optimizer states ``old``
+    carried: they were made before the optimizer changed.
+    """
+    reset = new["meta"].get("reset_states", False)
+    parts: Dict[Any, dict] = {}
+    for name, entry in old["parts"].items():
+        parts[name] = {k: v for k, v in entry.items() if not (reset and k == "state")}
+    for name, entry in new["parts"].items():
+        parts.setdefault(name, {}).update(entry)
+    meta = dict(old["meta"])
+    meta.update(new["meta"])
+    meta["reset_states"] = reset or old["meta"].get("reset_states", False)
+    return {"parts": parts, "meta": meta}
+
+
+def apply_delta(state: Delta, delta: Delta) -> Delta:
+    """``state`` (a merged delta) with ``delta`` applied, in place."""
+    if delta["meta"].get("reset_states"):
+        for entry in state["parts"].values():
+            entry.pop("state", None)
+    for name, entry in delta["parts"].items():
+        state["parts"].setdefault(name, {}).update(entry)
+    state["meta"].update({k: v for k, v in delta["meta"].items() if k != "reset_states"})
+    return state
+
+
+def _nbytes(obj: Any) -> int:
+    """Bytes of the arrays inside ``obj`` (what a part costs in the log)."""
+    if isinstance(obj, (bytes, bytearray)):      # a pickled optimizer state
+        return len(obj)
+    n = getattr(obj, "nbytes", None)
+    if isinstance(n, int):
+        return n
+    if isinstance(obj, (tuple, list)):
+        return sum(_nbytes(o) for o in obj)
+    if isinstance(obj, dict):
+        return sum(_nbytes(o) for o in obj.values())
+    inner = getattr(obj, "array", None)          # a frozen optimizer state array
+    return _nbytes(inner) if inner is not None else 0
+
+
+def _records(buf: Any) -> Tuple[List[Tuple[int, Any]], int]:
+    """The complete records in ``buf``: [(seq, delta)], and where the last ends."""
+    out = []
+    pos, size = 0, len(buf)
+    while pos + _HEADER.size <= size:
+        magic, seq, length = _HEADER.unpack_from(buf, pos)
+        body = pos + _HEADER.size
+        end = body + length
+        if magic != _MAGIC or end + _FOOTER.size > size:
+            break
+        emagic, eseq = _FOOTER.unpack_from(buf, end)
+        if emagic != _END or eseq != seq:
+            break
+        view = memoryview(buf)[body:end]
+        meta_len, nbuf = _META.unpack_from(view, 0)
+        p = _META.size
+        meta = view[p:p + meta_len]
+        p += meta_len
+        buffers = []
+        for _ in range(nbuf):
+            (n,) = _LEN.unpack_from(view, p)
+            p += _LEN.size
+            buffers.append(view[p:p + n])
+            p += n
+        out.append((seq, pickle.loads(meta, buffers=buffers)))
+        pos = end + _FOOTER.size
+    return out, pos
+
+
+def load_log(path: str) -> Tuple[Optional[Delta], int, int]:
+    """Replay the log at ``path``: (state or None, end of its last complete
+    record, its sequence number). Arrays in the state are read-only views of
+    the mapped file: copy what must outlive it."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(_HEADER.size)
-            if len(head) < _HEADER.size:
-                return None
-            magic, seq, length = _HEADER.unpack(head)
-            if magic != _MAGIC or seq == 0:
-                return None
-            body = f.read(length)
+        f = open(path, "rb")
     except FileNotFoundError:
-        return None
-    if len(body) != length:
-        return None
-    view = memoryview(body)
-    meta_len, nbuf = _META.unpack_from(view, 0)
-    pos = _META.size
-    meta = view[pos:pos + meta_len]
-    pos += meta_len
-    buffers = []
-    for _ in range(nbuf):
-        (n,) = _LEN.unpack_from(view, pos)
-        pos += _LEN.size
-        buffers.append(view[pos:pos + n])
-        pos += n
-    return seq, pickle.loads(meta, buffers=buffers)
+        return None, 0, 0
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return None, 0, 0
+        buf = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+    try:
+        records, end = _records(buf)
+    except (pickle.UnpicklingError, EOFError, struct.error, ValueError, AttributeError,
+            ImportError) as exc:
+        raise MXNetIOError(f"shard checkpoint {path} cannot be read: {exc}") from exc
+    if not records:
+        return None, end, 0
+    state = empty_delta()
+    for _, delta in records:
+        apply_delta(state, delta)
+    return state, end, records[-1][0]
 
 
-def load_checkpoint(path: str) -> Optional[dict]:
-    """The newest valid state of the slots at ``path``, or None when there is none."""
-    found = []
-    for slot in ("a", "b"):
-        try:
-            got = _read_slot(f"{path}.{slot}")
-        except (pickle.UnpicklingError, EOFError, struct.error, ValueError, AttributeError,
-                OSError) as exc:
-            raise MXNetIOError(f"shard checkpoint {path}.{slot} cannot be read: {exc}") from exc
-        if got is not None:
-            found.append(got)
-    if not found:
-        return None
-    return max(found, key=lambda x: x[0])[1]
-
-
-def _newest_seq(path: str) -> int:
-    best = 0
-    for slot in ("a", "b"):
-        try:
-            with open(f"{path}.{slot}", "rb") as f:
-                magic, seq, _ = _HEADER.unpack(f.read(_HEADER.size))
-            if magic == _MAGIC:
-                best = max(best, seq)
-        except (FileNotFoundError, struct.error):
-            pass
-    return best
-
-
-class CheckpointWriter:
-    """Writes snapshots of one shard in the background, one at a time.
+class CheckpointLog:
+    """Appends a shard's deltas to its log on a background thread, in order.
 
     Parameters
     ----------
     path : str
-        The slots' base path (:func:`checkpoint_path`).
+        The log file (:func:`checkpoint_path`).
     on_durable : callable
-        Called on the writer thread with the snapshot once it is written.
+        ``on_durable(rounds)`` on the writer thread once a delta is on disk;
+        ``rounds`` maps the parts it holds to their rounds.
     """
 
-    def __init__(self, path: str, on_durable: Callable[[dict], None]) -> None:
+    def __init__(self, path: str, on_durable: Callable[[Dict[Any, int]], None]) -> None:
         self.path = path
         self.on_durable = on_durable
-        self._lock = threading.Lock()
+        self.slack = env("MXKV_CHECKPOINT_SLACK_MB", 32, int, minimum=0) * 1024 * 1024
+        self._lock = threading.Condition()
         self._write_lock = threading.Lock()
-        self._next: Optional[dict] = None
+        self._next: Optional[Delta] = None
+        self._callbacks: List[Callable[[Optional[BaseException]], None]] = []
         self._busy = False
+        self._thread: Optional[threading.Thread] = None
+        self._file: Any = None
+        self._sizes: Dict[Any, List[int]] = {}   # part -> [value bytes, state bytes]
+        self._live = 0
+        self._end = 0
+        self.seq = 0
         self.error: Optional[BaseException] = None
+        #: records written, and compactions done, by this process
         self.written = 0
-        self.seq = _newest_seq(path)
+        self.compactions = 0
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
 
-    def submit(self, snapshot: dict) -> None:
-        """Queue ``snapshot``; a newer one replaces a queued older one."""
-        with self._lock:
-            self._next = snapshot
-            if self._busy:
-                return
-            self._busy = True
-        threading.Thread(target=self._run, name="mxkv-checkpoint", daemon=True).start()
+    # ------------------------------------------------------------ opening
+    def load(self) -> Optional[Delta]:
+        """The state the log holds (None when there is none); cuts a torn last
+        record off so that appending continues from the last complete one."""
+        state, end, seq = load_log(self.path)
+        self.seq, self._end = seq, end
+        if os.path.exists(self.path):
+            with open(self.path, "r+b") as f:
+                f.truncate(end)
+        try:
+            os.unlink(self.path + ".tmp")   # a compaction a kill interrupted
+        except FileNotFoundError:
+            pass
+        self._sizes, self._live = {}, 0
+        if state is not None:
+            self._account(state)
+        return state
 
-    def write_now(self, snapshot: dict) -> None:
-        """Write ``snapshot`` on this thread (for a forced checkpoint)."""
+    def _account(self, delta: Delta) -> None:
+        """Keep the live bytes (newest value and state of every part) up to date."""
+        if delta["meta"].get("reset_states"):
+            for sizes in self._sizes.values():
+                self._live -= sizes[1]
+                sizes[1] = 0
+        for name, entry in delta["parts"].items():
+            sizes = self._sizes.setdefault(name, [0, 0])
+            for i, field in enumerate(("value", "state")):
+                if field in entry:
+                    n = _nbytes(entry[field])
+                    self._live += n - sizes[i]
+                    sizes[i] = n
+
+    # ------------------------------------------------------------ writing
+    def submit(self, delta: Delta,
+               callback: Optional[Callable[[Optional[BaseException]], None]] = None) -> None:
+        """Queue ``delta`` (merged into one still queued); ``callback(error)``
+        runs on the writer thread once it is on disk (``error`` None) or failed."""
+        with self._lock:
+            self._next = delta if self._next is None else merge_deltas(self._next, delta)
+            if callback is not None:
+                self._callbacks.append(callback)
+            self._busy = True
+            if self._thread is None:   # one thread for the log's life, woken per delta
+                self._thread = threading.Thread(target=self._run, name="mxkv-checkpoint",
+                                                daemon=True)
+                self._thread.start()
+            self._lock.notify()
+
+    def write_now(self, delta: Delta) -> None:
+        """Append ``delta`` on this thread (after anything queued before it)."""
         with self._write_lock:
             self.seq += 1
-            slot = f"{self.path}.{'ab'[self.seq % 2]}"
             bufs: List[Any] = []
-            meta = pickle.dumps(snapshot, protocol=5, buffer_callback=bufs.append)
+            meta = pickle.dumps(delta, protocol=5, buffer_callback=bufs.append)
             raws = [b.raw() for b in bufs]
             length = _META.size + len(meta) + sum(_LEN.size + r.nbytes for r in raws)
-            mode = "r+b" if os.path.exists(slot) else "w+b"
-            with open(slot, mode) as f:
-                f.write(_HEADER.pack(_MAGIC, 0, length))   # invalid while the body changes
+            if self._file is None:
+                self._file = open(self.path, "ab")
+            f = self._file
+            try:
+                f.write(_HEADER.pack(_MAGIC, self.seq, length))
                 f.write(_META.pack(len(meta), len(raws)))
                 f.write(meta)
                 for r in raws:
                     f.write(_LEN.pack(r.nbytes))
                     f.write(r)
-                f.truncate()
+                f.write(_FOOTER.pack(_END, self.seq))
                 f.flush()
-                f.seek(0)
-                f.write(_HEADER.pack(_MAGIC, self.seq, length))
+                os.fsync(f.fileno())
+            except BaseException:
+                # leave no half record for the next one to follow
+                self._file = None
+                f.close()
+                with open(self.path, "r+b") as g:
+                    g.truncate(self._end)
+                raise
+            self._end += _HEADER.size + length + _FOOTER.size
             self.written += 1
-        self.on_durable(snapshot)
+            self._account(delta)
+            if self._end > 2 * self._live + self.slack:
+                self._compact()
+        self.on_durable({n: e["round"] for n, e in delta["parts"].items() if "round" in e})
+
+    def _compact(self) -> None:
+        """Rewrite the log as one record of its newest state (caller holds the write lock)."""
+        self._file.close()
+        self._file = None
+        state, _, _ = load_log(self.path)
+        tmp = self.path + ".tmp"
+        bufs: List[Any] = []
+        meta = pickle.dumps(state, protocol=5, buffer_callback=bufs.append)
+        raws = [b.raw() for b in bufs]
+        length = _META.size + len(meta) + sum(_LEN.size + r.nbytes for r in raws)
+        with open(tmp, "wb") as f:
+            f.write(_HEADER.pack(_MAGIC, self.seq, length))
+            f.write(_META.pack(len(meta), len(raws)))
+            f.write(meta)
+            for r in raws:
+                f.write(_LEN.pack(r.nbytes))
+                f.write(r)
+            f.write(_FOOTER.pack(_END, self.seq))
+            f.flush()
+            os.fsync(f.fileno())
+        del state, raws, bufs   # the views of the old log's mapping
+        os.replace(tmp, self.path)
+        self._end = _HEADER.size + length + _FOOTER.size
+        self.compactions += 1
 
     def _run(self) -> None:
         while True:
             with self._lock:
-                snap, self._next = self._next, None
-                if snap is None:
+                while self._next is None:
                     self._busy = False
-                    return
+                    self._lock.wait()
+                delta, self._next = self._next, None
+                callbacks, self._callbacks = self._callbacks, []
+            error: Optional[BaseException] = None
             try:
-                self.write_now(snap)
+                self.write_now(delta)
             except BaseException as exc:  # reported on the next shard call
-                self.error = exc
+                self.error = error = exc
+            for cb in callbacks:
+                cb(error)
 
     def busy(self) -> bool:
         with self._lock:
             return self._busy
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
 
 
 def copy_state(obj: Any) -> Any:

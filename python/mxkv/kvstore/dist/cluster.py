@@ -9,6 +9,16 @@ Shards are async actors that Ray restarts when they die
 (``MXKV_SHARD_MAX_RESTARTS``, default unlimited); a restarted shard reads
 its checkpoint. Actors reserve no CPU (``num_cpus=0``): a shard is a
 memory-bound process that should not keep workers from being scheduled.
+
+Placement (:func:`placement_options`): the shards are placed by a Ray
+placement group of one bundle per shard, ``SPREAD`` (the default: as evenly
+over the cluster's nodes as Ray can) or ``PACK`` (on as few nodes as
+possible, one when it fits). A bundle reserves one byte of Ray's ``memory``
+resource, nothing a worker needs. Ray's ``SPREAD`` scheduling strategy does
+not spread actors that reserve nothing (shards landed 2/0, 1/1 or 0/2 on two
+nodes), nor did a soft node affinity (tried: it spilled); a placement group
+does, and Ray moves a bundle to another node when its node dies, so a
+restarted shard comes back there.
 """
 from __future__ import annotations
 
@@ -17,7 +27,7 @@ import shutil
 import tempfile
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ...base import env
 from .coordinator import Coordinator
@@ -25,7 +35,13 @@ from .job import NAMESPACE, JobEnv, Timeouts, coordinator_name, import_ray, shar
 from .shard import ServerShard
 from .shm import data_dir
 
-__all__ = ["Job", "create_job"]
+__all__ = ["Job", "create_job", "placement_options", "actor_node", "PLACEMENTS"]
+
+#: How shards are placed over a cluster's nodes.
+PLACEMENTS = ("spread", "pack")
+
+#: Seconds create_job waits at least for the job's actors to start.
+START_TIMEOUT = 120.0
 
 
 @dataclass
@@ -42,6 +58,12 @@ class Job:
     p3: bool = False
     timeouts: Timeouts = field(default_factory=Timeouts)
     owns_checkpoints: bool = True
+    placement: str = "spread"
+    groups: List[Any] = field(default_factory=list)   # placement groups to remove
+
+    def shard_nodes(self) -> List[Optional[str]]:
+        """The Ray node id each shard runs on (None where Ray does not say)."""
+        return [actor_node(s) for s in self.shards]
 
     def job_env(self, role: str = "worker", rank: Optional[int] = None) -> JobEnv:
         return JobEnv(job=self.name, address=self.address, role=role,
@@ -74,21 +96,74 @@ class Job:
                     ray.kill(actor, no_restart=True)
                 except Exception:  # noqa: BLE001
                     pass
+            from ray.util.placement_group import remove_placement_group
+
+            for group in self.groups:
+                try:
+                    remove_placement_group(group)
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+            self.groups = []
         if self.owns_checkpoints:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
         # the same-host data path's segments (shm.py), this host's
         shutil.rmtree(data_dir(self.name), ignore_errors=True)
 
 
-#: Seconds create_job waits at least for the job's actors to start.
-START_TIMEOUT = 120.0
+def placement_options(count: int, placement: str = "spread",
+                      timeout: float = START_TIMEOUT) -> Tuple[Any, List[dict]]:
+    """A placement group for ``count`` actors on the connected cluster, and
+    the Ray actor options that put actor ``i`` in its bundle ``i``.
+
+    Parameters
+    ----------
+    count : int
+    placement : {'spread', 'pack'}
+        Ray's ``SPREAD`` (as evenly over the nodes as it can) or ``PACK`` (as
+        few nodes as it can) placement-group strategy.
+    timeout : float
+        Seconds to wait for the group to be placed.
+
+    Returns
+    -------
+    (group, options)
+        Remove the group (``ray.util.remove_placement_group``) when done.
+
+    Examples
+    --------
+    >>> group, opts = placement_options(2)   # doctest: +SKIP
+    >>> shard = Shard.options(**opts[0]).remote(...)   # doctest: +SKIP
+    """
+    from ray.util.placement_group import placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
+    ray = import_ray()
+    group = placement_group([{"memory": 1}] * count, strategy=placement.upper())
+    ray.get(group.ready(), timeout=timeout)
+    return group, [{"scheduling_strategy": PlacementGroupSchedulingStrategy(
+        group, placement_group_bundle_index=i)} for i in range(count)]
+
+
+def actor_node(actor: Any) -> Optional[str]:
+    """The id of the node ``actor`` runs (or ran) on, from Ray's actor table;
+    None where Ray does not say."""
+    from ray._private import state
+
+    try:
+        info = state.actors(actor._actor_id.hex())
+        return (info.get("Address") or {}).get("NodeID") or None
+    except Exception:  # noqa: BLE001 - a private table: report, do not fail
+        return None
 
 
 def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
                address: Optional[str] = None, p3: bool = False,
                timeouts: Optional[Timeouts] = None,
                checkpoint_dir: Optional[str] = None,
-               shard_options: Optional[dict] = None) -> Job:
+               shard_options: Optional[dict] = None,
+               placement: str = "spread") -> Job:
     """Create a job's coordinator and ``num_servers`` shards on the connected
     Ray cluster (call ``ray.init`` first); waits until they answer, up to
     ``START_TIMEOUT`` seconds or the job's fail timeout if longer (starting
@@ -112,8 +187,14 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
         :meth:`Job.close`. For shards that may restart on another host,
         give a directory every host shares.
     shard_options : dict, optional
-        Extra Ray actor options for the shards (e.g. a scheduling strategy).
+        Extra Ray actor options for the shards (a scheduling strategy given
+        here replaces ``placement``'s).
+    placement : {'spread', 'pack'}
+        Shards as evenly over the cluster's nodes as Ray can, or on as few
+        as it can (see :func:`placement_options`).
     """
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
     ray = import_ray()
     name = name or f"job-{uuid.uuid4().hex[:10]}"
     timeouts = timeouts or Timeouts.from_env()
@@ -136,12 +217,13 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
     ray.get(coordinator.info.remote(), timeout=start)
     shard_cls = ray.remote(ServerShard)
     opts = dict(num_cpus=0, max_restarts=restarts, max_task_retries=0, max_concurrency=1000)
-    opts.update(shard_options or {})
-    shards = [shard_cls.options(name=shard_name(name, i), namespace=NAMESPACE, **opts).remote(
+    group, places = placement_options(num_servers, placement, start)
+    shards = [shard_cls.options(name=shard_name(name, i), namespace=NAMESPACE,
+                                **{**opts, **places[i], **(shard_options or {})}).remote(
         name, i, num_workers, checkpoint_dir, rounds, timeouts.heartbeat)
         for i in range(num_servers)]
     ray.get([s.hello.remote() for s in shards], timeout=start)
     ray.get(coordinator.set_shards.remote(shards), timeout=start)
     return Job(name=name, address=address, num_workers=num_workers, num_servers=num_servers,
                checkpoint_dir=checkpoint_dir, coordinator=coordinator, shards=shards, p3=p3,
-               timeouts=timeouts, owns_checkpoints=owns)
+               timeouts=timeouts, owns_checkpoints=owns, placement=placement, groups=[group])

@@ -66,6 +66,8 @@ class Coordinator:
     # ------------------------------------------------------------ helpers
     @property
     def cond(self) -> asyncio.Condition:
+        """The condition every wait of the coordinator uses; made on first use
+        (in the actor's event loop), with the task that watches heartbeats."""
         if self._cond is None:
             self._cond = asyncio.Condition()
             self._monitor = asyncio.get_running_loop().create_task(self._watch())
@@ -98,6 +100,8 @@ class Coordinator:
         _ = self.cond
 
     async def info(self) -> dict:
+        """The job at a glance: its size, which workers joined, left or died,
+        the server processes and how many commands were logged."""
         return {"job": self.job, "num_workers": self.num_workers,
                 "num_servers": self.num_servers, "workers": sorted(self.workers),
                 "left": sorted(self.left), "dead": dict(self.dead),
@@ -144,9 +148,11 @@ class Coordinator:
         await self._notify()
 
     async def shard_beat(self, index: int) -> None:
+        """Record that server shard ``index`` is alive."""
         self.shard_beats[int(index)] = time.monotonic()
 
     async def leave(self, rank: int) -> None:
+        """Worker ``rank`` closed its store: barriers stop waiting for it."""
         self.left[int(rank)] = time.monotonic()
         await self._notify()
 
@@ -183,10 +189,6 @@ class Coordinator:
             await self.cond.wait_for(passed)
             return gen
 
-    async def waiting_at_barrier(self) -> List[int]:
-        """Ranks that have not reached the current barrier."""
-        return [r for r in range(self.num_workers) if r not in self._barrier_in]
-
     # ------------------------------------------------------------ dead nodes
     async def dead_nodes(self, node_id: int, timeout: float) -> int:
         """How many nodes of group ``node_id`` (MXNet's ids: 1 scheduler, 2
@@ -208,6 +210,7 @@ class Coordinator:
         return count
 
     async def dead_workers(self) -> Dict[int, str]:
+        """The dead workers: rank -> why it was declared dead."""
         return dict(self.dead)
 
     # ------------------------------------------------------------ commands
@@ -229,13 +232,17 @@ class Coordinator:
         return self.mode
 
     async def command_log(self, after: int = 0) -> List[Tuple[int, int, Any, Optional[int]]]:
+        """The logged commands after sequence number ``after``, as ``(seq,
+        head, body, target shard or None)``: what a (re)starting shard replays."""
         return [c for c in self.commands if c[0] > after]
 
     async def has_optimizer(self) -> bool:
+        """Whether a worker has sent the servers an optimizer or an updater."""
         return self.optimizer_set
 
     # ------------------------------------------------------------ servers / end
     async def server_join(self, host: str) -> int:
+        """Admit a server process (``DMLC_ROLE=server``) on ``host``; returns its index."""
         index = len(self.servers)
         self.servers[index] = host
         return index
@@ -256,5 +263,6 @@ class Coordinator:
         return True
 
     async def stop(self) -> None:
+        """End the job: ``wait_done`` returns and the heartbeat watch stops."""
         self._stopped = True
         await self._notify()

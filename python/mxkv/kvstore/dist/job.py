@@ -37,10 +37,12 @@ NAMESPACE = "mxkv"
 
 
 def coordinator_name(job: str) -> str:
+    """The Ray actor name of job ``job``'s coordinator."""
     return f"mxkv:{job}"
 
 
 def shard_name(job: str, index: int) -> str:
+    """The Ray actor name of job ``job``'s server shard ``index``."""
     return f"mxkv:{job}:shard{index}"
 
 
@@ -75,6 +77,8 @@ class Timeouts:
 
     @classmethod
     def from_env(cls) -> "Timeouts":
+        """The timeouts set by ``MXKV_STALL_TIMEOUT``, ``MXKV_FAIL_TIMEOUT``,
+        ``MXKV_HEARTBEAT_INTERVAL`` and ``MXKV_DEAD_TIMEOUT`` (seconds)."""
         return cls(stall=env("MXKV_STALL_TIMEOUT", 60.0, float, minimum=0.001),
                    fail=env("MXKV_FAIL_TIMEOUT", 600.0, float, minimum=0.001),
                    heartbeat=env("MXKV_HEARTBEAT_INTERVAL", 1.0, float, minimum=0.01),
@@ -96,6 +100,8 @@ class JobEnv:
 
     @classmethod
     def from_env(cls, kind: str = "dist_sync") -> "JobEnv":
+        """The job this process belongs to, from the environment ``mxkv
+        launch`` sets; an MXNetError saying how to start one when there is none."""
         job = env("MXKV_JOB", "")
         if not job:
             raise MXNetError(
@@ -146,4 +152,5 @@ def connect(address: Optional[str]) -> Any:
 
 
 def host_label() -> str:
+    """``host:pid`` of this process, as messages name a worker or server."""
     return f"{socket.gethostname()}:{os.getpid()}"

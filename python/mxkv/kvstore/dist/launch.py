@@ -4,7 +4,7 @@
 
     mxkv launch -n WORKERS [-s SERVERS] [--launcher local] [--ray-address ADDR]
                 [--env K=V ...] [--env-worker K=V ...] [--env-server K=V ...]
-                [--server-cmd CMD] [--p3] -- CMD ...
+                [--server-cmd CMD] [--p3] [--shard-placement spread|pack] -- CMD ...
 
 Joins the Ray cluster at ``--ray-address`` (or ``MXKV_RAY_ADDRESS``/
 ``RAY_ADDRESS``), or starts a local one on loopback; creates the job's
@@ -17,8 +17,15 @@ the cluster, if it started one). It exits with the first non-zero exit code
 of a worker, or 0.
 
 ``--launcher ray`` runs each worker (and server) command on a node of the
-Ray cluster instead, spread over the nodes by Ray: the way to use several
-hosts (the command must exist on every host).
+Ray cluster instead, spread over the nodes by a placement group: the way to
+use several hosts (the command must exist on every host).
+``--shard-placement spread|pack`` places the shards as evenly over the
+nodes as Ray can (default), or on as few as it can.
+
+Without an address the cluster is this job's alone: loopback only, with a
+token of its own (:mod:`.local_cluster`). The launcher never outlives a dead
+worker, forwards SIGTERM/SIGINT, and leaves no process or directory behind
+(:mod:`.supervisor`).
 
 ``--server-cmd`` also runs that command ``SERVERS`` times with
 ``DMLC_ROLE=server`` (a process that runs ``mx.kv.KVStoreServer`` or
@@ -40,13 +47,14 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
+
+from .local_cluster import LocalCluster
+from .processes import LocalProcess, RayProcess, become_subreaper, kill_descendants
+from .supervisor import Interrupted, Supervisor
+from .watchdog import Watchdog
 
 __all__ = ["main", "parse_args"]
 
@@ -67,6 +75,27 @@ def _env_pairs(items: Sequence[str], flag: str) -> Dict[str, str]:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """Read ``mxkv launch``'s command line (MXNet's ``tools/launch.py`` flags).
+
+    Parameters
+    ----------
+    argv : sequence of str
+        The arguments after ``mxkv launch``; the workers' command follows ``--``.
+
+    Returns
+    -------
+    argparse.Namespace
+        ``num_workers``, ``num_servers`` (None: as many as workers),
+        ``launcher``, ``ray_address``, ``env``/``env_worker``/``env_server``,
+        ``server_cmd``, ``p3`` and ``command``.
+
+    Examples
+    --------
+    >>> from mxkv.kvstore.dist.launch import parse_args
+    >>> args = parse_args(['-n', '2', '-s', '1', '--', 'python', 'train.py'])
+    >>> args.num_workers, args.num_servers, args.command
+    (2, 1, ['python', 'train.py'])
+    """
     p = argparse.ArgumentParser(
         prog="mxkv launch", description="Launch a distributed mxkv job on Ray "
         "(the role of MXNet's tools/launch.py).")
@@ -88,6 +117,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                    help="also run this command once per server with DMLC_ROLE=server")
     p.add_argument("--p3", action="store_true", help="P3 slicing and priorities "
                    "(DMLC_PS_VAN_TYPE=p3)")
+    p.add_argument("--shard-placement", default="spread", choices=["spread", "pack"],
+                   help="'spread' (default): shards round robin over the cluster's nodes; "
+                   "'pack': all on the launcher's node")
     p.add_argument("--num-cpus", type=int, default=None,
                    help="CPUs of a local Ray cluster (default: Ray's count)")
     p.add_argument("-H", "--hostfile", default=None, help=argparse.SUPPRESS)
@@ -109,113 +141,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
-_PRINT = threading.Lock()
-
-
-def _emit(prefix: bytes, line: bytes) -> None:
-    out = sys.stdout.buffer
-    with _PRINT:
-        out.write(prefix + (line if line.endswith(b"\n") else line + b"\n"))
-        out.flush()
-
-
-class _LocalProcess:
-    """A command run here; its output is copied to ours, line by line, prefixed."""
-
-    def __init__(self, cmd: List[str], env: Dict[str, str], prefix: str) -> None:
-        self.proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-        self.prefix = prefix.encode()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        for line in iter(self.proc.stdout.readline, b""):  # type: ignore[union-attr]
-            _emit(self.prefix, line)
-
-    def poll(self) -> Optional[int]:
-        return self.proc.poll()
-
-    def kill(self) -> None:
-        _kill(self.proc)
-
-
-class RemoteProcess:
-    """A command run by a Ray actor on some node (``--launcher ray``).
-
-    The command gets that node's environment plus the job's variables; its
-    output lines are fetched by the launcher and printed prefixed.
-    """
-
-    def start(self, cmd: List[str], env: Dict[str, str]) -> str:
-        import collections
-        import socket
-
-        self.lines: "collections.deque[bytes]" = collections.deque()
-        self.proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-        threading.Thread(target=self._pump, daemon=True).start()
-        return socket.gethostname()
-
-    def _pump(self) -> None:
-        for line in iter(self.proc.stdout.readline, b""):  # type: ignore[union-attr]
-            self.lines.append(line)
-        self.lines.append(b"")   # end of output
-
-    def read(self) -> Tuple[List[bytes], Optional[int]]:
-        out = []
-        while self.lines:
-            out.append(self.lines.popleft())
-        done = bool(out) and out[-1] == b""
-        return [x for x in out if x], (self.proc.wait() if done else None)
-
-    def kill(self) -> None:
-        _kill(self.proc)
-
-
-class _RayProcess:
-    """The launcher's side of a :class:`RemoteProcess`."""
-
-    def __init__(self, cmd: List[str], env: Dict[str, str], prefix: str) -> None:
-        import ray
-
-        actor = ray.remote(RemoteProcess).options(num_cpus=0, scheduling_strategy="SPREAD")
-        self.actor = actor.remote()
-        self.ray = ray
-        self.prefix = prefix.encode()
-        self.code: Optional[int] = None
-        ray.get(self.actor.start.remote(cmd, env))
-
-    def poll(self) -> Optional[int]:
-        if self.code is None:
-            lines, self.code = self.ray.get(self.actor.read.remote())
-            for line in lines:
-                _emit(self.prefix, line)
-        return self.code
-
-    def kill(self) -> None:
-        try:
-            self.ray.get(self.actor.kill.remote(), timeout=10)
-            self.ray.kill(self.actor)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
-
-
-def _start_local_ray(num_cpus: Optional[int]) -> Tuple[str, str]:
-    """A local Ray cluster on loopback, its temporary directory under /tmp."""
-    from .job import import_ray
-
-    ray = import_ray()
-    # Ray picks the host's address unless told to stay on this machine.
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    temp = tempfile.mkdtemp(prefix="mxkv-ray-")
-    ctx = ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
-                   namespace="mxkv", _temp_dir=temp, log_to_driver=True,
-                   configure_logging=False)
-    return ctx.address_info["gcs_address"], temp
-
-
 def _command(parts: List[str]) -> List[str]:
     # A single argument with spaces is a shell command line, as MXNet's launcher takes it.
     if len(parts) == 1 and " " in parts[0]:
@@ -223,7 +148,16 @@ def _command(parts: List[str]) -> List[str]:
     return parts
 
 
+
+def _start_local_ray(num_cpus: Optional[int]) -> LocalCluster:
+    """A Ray cluster for this job alone: loopback, token, its own directory."""
+    return LocalCluster(num_cpus)
+
+
 def run(args: argparse.Namespace) -> int:
+    """Run the job ``args`` describe (see :func:`parse_args`); returns the
+    exit code. The process running it owns what it starts: at the end (and on
+    SIGTERM/SIGINT) every process below it is killed."""
     from ...base import env
     from .cluster import create_job
     from .job import connect
@@ -232,90 +166,116 @@ def run(args: argparse.Namespace) -> int:
     call_timeout_ms = env("MXKV_CALL_TIMEOUT_MS", None, kind=int, minimum=0)
     address = args.ray_address or os.environ.get("MXKV_RAY_ADDRESS") or \
         os.environ.get("RAY_ADDRESS")
-    temp = None
-    if address:
-        connect(address)
-    else:
-        address, temp = _start_local_ray(args.num_cpus)
-    job = create_job(args.num_workers, args.num_servers, address=address, p3=args.p3)
-    procs: List[Tuple[str, int, Any]] = []
-    common = _env_pairs(args.env, "--env")
-    spawn = _RayProcess if args.launcher == "ray" else _LocalProcess
-    code = 0
+    sup = Supervisor()
+    cluster: Optional[LocalCluster] = None
+    job = None
+    become_subreaper()
+    sup.install()
+    dog = Watchdog()   # cleans up should this process die without doing it (SIGKILL)
+    sup.spare.add(dog.proc.pid)  # type: ignore[union-attr]
+
+    def remove_at_end(path: str) -> None:
+        sup.paths.append(path)
+        dog.remove_later(path)
+
     try:
-        # A JVM's engine call waits as long as the store's own timeouts allow
-        # (workers), or for the whole job (servers): MXKV_CALL_TIMEOUT_MS.
-        if call_timeout_ms is None:
-            call_timeout_ms = int((job.timeouts.fail + 60) * 1000)
-        base = {"MXKV_CALL_TIMEOUT_MS": str(call_timeout_ms)}
-        for i in range(args.num_servers if args.server_cmd else 0):
-            env = {**base, **job.environ(role="server"), "MXKV_CALL_TIMEOUT_MS": "0", **common,
-                   **_env_pairs(args.env_server, "--env-server"), "DMLC_SERVER_ID": str(i)}
-            procs.append(("server", i, spawn(["bash", "-c", args.server_cmd], env,
-                                             f"[server {i}] ")))
-        for rank in range(args.num_workers):
-            env = {**base, **job.environ(role="worker", rank=rank), **common,
-                   **_env_pairs(args.env_worker, "--env-worker"), "DMLC_TASK_ID": str(rank)}
-            procs.append(("worker", rank, spawn(_command(args.command), env,
-                                                f"[worker {rank}] ")))
-        reported = set()
-        while True:
-            running = 0
-            for role, rank, p in procs:
-                rc = p.poll()
-                if role != "worker":
-                    continue
-                if rc is None:
-                    running += 1
-                elif rc != 0 and rank not in reported:
-                    reported.add(rank)
-                    code = code or rc
-                    print(f"mxkv launch: worker {rank} exited with code {rc}", file=sys.stderr)
-                    try:
-                        job.coordinator.declare_dead.remote(
-                            rank, f"its process exited with code {rc}")
-                    except Exception:  # noqa: BLE001
-                        pass
-            if not running:
-                break
-            time.sleep(0.1)
-        job.coordinator.stop.remote()
-        deadline = time.monotonic() + 30
-        for role, i, p in procs:
-            if role != "server":
-                continue
-            while p.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.1)
-            rc = p.poll()
-            if rc != 0:
-                print(f"mxkv launch: server {i} exited with code "
-                      f"{'(still running)' if rc is None else rc}", file=sys.stderr)
+        if address:
+            connect(address)
+        else:
+            cluster = _start_local_ray(args.num_cpus)
+            address = cluster.address
+            remove_at_end(cluster.temp_dir)
+        sup.install()   # ray.init sets a SIGTERM handler of its own
+        job = create_job(args.num_workers, args.num_servers, address=address, p3=args.p3,
+                         placement=args.shard_placement)
+        if job.owns_checkpoints:
+            remove_at_end(job.checkpoint_dir)
+        _start_processes(args, job, sup, call_timeout_ms)
+        _say_where(job, sup)
+        code = sup.watch(job)
+        if code == 0:
+            _wait_servers(job, sup)
         return code
-    except KeyboardInterrupt:
-        return 130
+    except Interrupted as stop:
+        return 128 + stop.signum
     finally:
-        for _, _, p in procs:
+        sup.starting = False   # a signal now only counts; a second one kills at once
+        for _, _, p in sup.procs:
             p.kill()
-        job.close()
-        import ray as _ray
+        for _, _, p in sup.procs:
+            p.drain(2.0)
+        if job is not None:
+            job.close()
+        if cluster is not None:
+            cluster.stop()
+        kill_descendants(spare=sup.spare)   # what Ray or a worker left, re-parented to us
+        for path in sup.paths:
+            shutil.rmtree(path, ignore_errors=True)
+        dog.close()
+        sup.uninstall()
 
-        if temp is not None:
-            _ray.shutdown()
-            for _ in range(3):   # Ray's last processes may still be writing logs
-                shutil.rmtree(temp, ignore_errors=True)
-                time.sleep(0.1)
+
+def _start_processes(args: argparse.Namespace, job: Any, sup: Supervisor,
+                     call_timeout_ms: Optional[int]) -> None:
+    common = _env_pairs(args.env, "--env")
+    if args.launcher == "ray":   # spread over the nodes by a placement group of their own
+        from .cluster import placement_options
+
+        group, opts = placement_options(args.num_workers + (args.num_servers if args.server_cmd
+                                                            else 0), "spread")
+        job.groups.append(group)   # removed with the job
+        places = iter(opts)
+
+        def spawn(cmd: List[str], env: Dict[str, str], prefix: str) -> Any:
+            return RayProcess(cmd, env, prefix, next(places))
+    else:
+        spawn = LocalProcess
+    # A JVM's engine call waits as long as the store's own timeouts allow
+    # (workers), or for the whole job (servers): MXKV_CALL_TIMEOUT_MS.
+    if call_timeout_ms is None:
+        call_timeout_ms = int((job.timeouts.fail + 60) * 1000)
+    base = {"MXKV_CALL_TIMEOUT_MS": str(call_timeout_ms)}
+    for i in range(args.num_servers if args.server_cmd else 0):
+        env = {**base, **job.environ(role="server"), "MXKV_CALL_TIMEOUT_MS": "0", **common,
+               **_env_pairs(args.env_server, "--env-server"), "DMLC_SERVER_ID": str(i)}
+        sup.procs.append(("server", i, spawn(["bash", "-c", args.server_cmd], env,
+                                             f"[server {i}] ")))
+    for rank in range(args.num_workers):
+        env = {**base, **job.environ(role="worker", rank=rank), **common,
+               **_env_pairs(args.env_worker, "--env-worker"), "DMLC_TASK_ID": str(rank)}
+        sup.procs.append(("worker", rank, spawn(_command(args.command), env,
+                                                f"[worker {rank}] ")))
 
 
-def _kill(p: subprocess.Popen) -> None:
-    if p.poll() is None:
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-            p.wait(timeout=5)
-        except (ProcessLookupError, subprocess.TimeoutExpired, PermissionError):
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+def _say_where(job: Any, sup: Supervisor) -> None:
+    """One line: the node each shard (and each worker run by Ray) is on."""
+    import ray
+
+    names = {n["NodeID"]: n.get("NodeManagerAddress", "?") for n in ray.nodes() if n.get("Alive")}
+
+    def where(node: Optional[str]) -> str:
+        return f"{node[:12]} ({names.get(node, '?')})" if node else "an unknown node"
+
+    parts = [f"shard {i} on node {where(n)}" for i, n in enumerate(job.shard_nodes())]
+    parts += [f"{role} {i} on node {where(p.node_id)}" for role, i, p in sup.procs
+              if isinstance(p, RayProcess)]
+    print(f"mxkv launch: {job.placement} placement over {len(names)} node(s): "
+          + ", ".join(parts), file=sys.stderr, flush=True)
+
+
+def _wait_servers(job: Any, sup: Supervisor) -> None:
+    """Tell server processes the job is over; give them 30 s to return."""
+    job.coordinator.stop.remote()
+    deadline = time.monotonic() + 30
+    for role, i, p in sup.procs:
+        if role != "server":
+            continue
+        while p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        rc = p.poll()
+        if rc != 0:
+            print(f"mxkv launch: server {i} exited with code "
+                  f"{'(still running)' if rc is None else rc}", file=sys.stderr)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

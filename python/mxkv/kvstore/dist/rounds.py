@@ -17,7 +17,7 @@ actor asks it what to do with a push and waits on it for rounds.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ...base import DeadNodeError
 
@@ -48,11 +48,14 @@ class RoundBook:
 
     # -- state ------------------------------------------------------------
     def add_part(self, name: Any, rounds: int = 0, seen: Optional[Dict[int, int]] = None) -> None:
+        """Start keeping part ``name``: ``rounds`` completed, ``seen`` the
+        last sequence number accepted from each rank."""
         self.rounds[name] = int(rounds)
         self.seen[name] = dict(seen or {})
         self.pending[name] = {}
 
     def has(self, name: Any) -> bool:
+        """Whether part ``name`` is kept here."""
         return name in self.rounds
 
     def state(self) -> dict:
@@ -61,6 +64,8 @@ class RoundBook:
                 "seen": {k: dict(v) for k, v in self.seen.items()}}
 
     def restore(self, state: dict) -> None:
+        """Take up a checkpoint's :meth:`state`; in sync mode, pushes of rounds
+        that had not completed count as not received (their senders resend)."""
         for name, r in state["rounds"].items():
             seen = state["seen"].get(name, {})
             if self.sync:
@@ -71,6 +76,7 @@ class RoundBook:
     # -- waiting ----------------------------------------------------------
     @property
     def cond(self) -> asyncio.Condition:
+        """The condition waiters of this book wait on (made in the actor's loop)."""
         if self._cond is None:
             self._cond = asyncio.Condition()
         return self._cond
@@ -129,6 +135,7 @@ class RoundBook:
         return [pend[w] for w in sorted(pend)]
 
     def complete(self, name: Any) -> None:
+        """Close part ``name``'s current round: its pending pushes are applied."""
         self.pending[name] = {}
         self.rounds[name] += 1
 
@@ -151,6 +158,7 @@ class RoundBook:
 
     # -- faults -------------------------------------------------------------
     def mark_dead(self, ranks: Dict[int, str]) -> None:
+        """Record dead workers (rank -> why): rounds that need them fail."""
         self.dead.update({int(r): why for r, why in ranks.items()})
 
     def _check_dead_for(self, name: Any, round_: int) -> None:
@@ -182,9 +190,6 @@ class RoundBook:
                 missing = [w for w in range(self.num_workers) if w not in pend]
                 out.append((name, self.rounds[name] + 1, missing))
         return out
-
-    def missing_ranks(self) -> Set[int]:
-        return {w for _, _, miss in self.stalled() for w in miss}
 
 
 def _label(name: Any) -> str:

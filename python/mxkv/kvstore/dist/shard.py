@@ -37,9 +37,11 @@ from ...base import MXNetError, env
 from ...context import cpu
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
+from ...optimizer.states_file import restricted_loads
+from ...optimizer.states_writer import dumps as dump_states
 from ..compression import GradientCompression
 from ..local import KVStore
-from .checkpoint import CheckpointWriter, checkpoint_path, copy_state, load_checkpoint
+from .checkpoint import CheckpointLog, checkpoint_path, copy_state
 from .job import NAMESPACE, coordinator_name, import_ray
 from .rounds import RoundBook
 from .shm import Publisher, Reader, ShmBatch, as_arrays, data_dir, node_id, remove_stale
@@ -109,7 +111,7 @@ class ServerShard:
         This shard's number, 0 .. num_shards-1.
     num_workers : int
     checkpoint_dir : str
-        Where ``shard-<index>.ckpt`` lives.
+        Where the log ``shard-<index>.ckpt`` lives (:mod:`.checkpoint`).
     checkpoint_rounds : int
         State-changing messages between checkpoints.
     heartbeat : float
@@ -136,8 +138,16 @@ class ServerShard:
         self._since_ckpt = 0
         self._due = 0
         self.checkpoint_rounds = max(1, int(checkpoint_rounds))
-        self.writer = CheckpointWriter(checkpoint_path(checkpoint_dir, self.index),
-                                       self._on_durable)
+        # What changed since the last checkpoint (part -> {'value', 'state'}),
+        # values of those parts nothing will write to (an init's payload, a
+        # pull's snapshot), and whether the optimizer changed.
+        self._dirty: Dict[Any, set] = {}
+        self._fresh: Dict[Any, Any] = {}
+        self._versions: Dict[Any, int] = {}
+        self._meta_dirty = False
+        self._reset_states = False
+        self.writer = CheckpointLog(checkpoint_path(checkpoint_dir, self.index),
+                                    self._on_durable)
         self._beat_task: Optional[asyncio.Task] = None
         self.restored = self._restore()
         self.coordinator = self.ray.get_actor(coordinator_name(job), namespace=NAMESPACE)
@@ -149,75 +159,133 @@ class ServerShard:
         self.reader = Reader()
         self.keep_bytes = env("MXKV_KEEP_BYTES", 512 << 20, int, minimum=1)
         self._pushed = 0
-        self._await_write = False
+        self._keep_done: Optional[asyncio.Future] = None
         self.publisher = Publisher(self.data_dir, f"shard{self.index}-{self.incarnation[:8]}",
                                    env("MXKV_SHM_PUBLISH_BYTES", 4 << 30, int, minimum=1))
 
     # ------------------------------------------------------------ state
     def _restore(self) -> bool:
-        state = load_checkpoint(self.writer.path)
+        state = self.writer.load()
         if state is None:
             return False
-        for name, value in state["values"].items():
-            shape = state["shapes"][name]
+        rounds, seen, states = {}, {}, {}
+        for name, entry in state["parts"].items():
+            value, shape = entry["value"], tuple(entry["shape"])
             if isinstance(value, tuple):
                 self.kv.init(name, RowSparseNDArray(value[1], value[2], shape, cpu(0)))
             else:
-                self.kv.init(name, NDArray(value, cpu(0)))
+                self.kv.init(name, NDArray(value, cpu(0)))   # copies out of the log
             self.shapes[name] = shape
-        self.book.sync = state.get("sync", True)
-        self.book.restore(state["book"])
-        self.durable = dict(state["book"]["rounds"])
-        if state.get("gc"):
-            self.gc = GradientCompression.create(state["gc"])
-        if state.get("updater_states") is not None:
-            _, optimizer = pickle.loads(state["updater_states"])
+            rounds[name], seen[name] = entry["round"], entry["seen"]
+            if entry.get("state") is not None:
+                states[name] = entry["state"]
+        meta = state["meta"]
+        self.book.sync = meta.get("sync", True)
+        self.book.restore({"rounds": rounds, "seen": seen})
+        self.durable = dict(rounds)
+        if meta.get("gc"):
+            self.gc = GradientCompression.create(meta["gc"])
+        updater = meta.get("updater")
+        if updater is not None and updater[0] == "blob":
+            self._apply_updater_blob(updater[1])
+        elif updater is not None and updater[0] == "optimizer":
+            optimizer = pickle.loads(updater[1])
             self.kv.set_optimizer(optimizer)
-            self.kv._updater.set_states(state["updater_states"])
-        elif state.get("updater_blob") is not None:
-            self._apply_updater_blob(state["updater_blob"])
-        self.cmd_seq = state.get("cmd_seq", 0)
+            thawed = {name: pickle.loads(st) for name, st in states.items()}
+            self.kv._updater.set_states(dump_states((thawed, optimizer)))
+        self.cmd_seq = meta.get("cmd_seq", 0)
         return True
 
-    def _snapshot(self, published: Optional[Dict[Any, Any]] = None) -> dict:
-        """The shard's state now, safe to write while the shard goes on.
+    def _mark(self, name: Any, *fields: str, fresh: Any = None) -> None:
+        """Note that ``fields`` ('value', 'state') of part ``name`` changed;
+        ``fresh``: the new value, when nothing will ever write into it."""
+        self._dirty.setdefault(name, set()).update(fields)
+        self._versions[name] = self._versions.get(name, 0) + 1
+        if fresh is not None:
+            self._fresh[name] = fresh
+        else:
+            self._fresh.pop(name, None)
 
-        ``published`` maps parts to values already copied into the object
-        store for pulls (immutable): those are written from there, uncopied.
-        """
-        published = published or {}
-        values = {name: published[name] if name in published else
-                  copy_state(_export(self.kv._stored(name, "checkpoint")))
-                  for name in self.shapes}
+    def _mark_update(self, name: Any) -> None:
+        """A push changed part ``name``'s value (and optimizer state, with one)."""
+        if self.kv._updater is not None and hasattr(self.kv._updater, "get_states"):
+            self._mark(name, "value", "state")
+            self._meta_dirty = True      # the optimizer's update counts
+        else:
+            self._mark(name, "value")
+
+    def _delta(self) -> dict:
+        """What changed since the last checkpoint, safe to write while the
+        shard goes on: values nothing writes to are taken as they are, the
+        others copied (only those of changed parts)."""
         updater = self.kv._updater
-        states = None
-        if updater is not None and hasattr(updater, "get_states") and self.updater_blob is None:
-            states = updater.get_states(dump_optimizer=True)
-        return {"book": self.book.state(), "sync": self.book.sync, "values": values, "shapes": dict(self.shapes),
-                "gc": self.gc.get_params() if self.gc else None,
-                "updater_states": states, "updater_blob": self.updater_blob,
-                "cmd_seq": self.cmd_seq, "time": time.time()}
+        states = getattr(updater, "states", {}) if self.updater_blob is None else {}
+        parts = {}
+        for name, fields in self._dirty.items():
+            entry: Dict[str, Any] = {"round": self.book.rounds[name],
+                                     "seen": dict(self.book.seen[name]),
+                                     "shape": self.shapes[name]}
+            if "value" in fields:
+                fresh = self._fresh.get(name)
+                entry["value"] = fresh if fresh is not None else \
+                    copy_state(_export(self.kv._stored(name, "checkpoint")))
+            if "state" in fields:
+                st = states.get(name)
+                # (a pickle is a copy: the updater goes on writing into st)
+                entry["state"] = None if st is None else pickle.dumps(st, protocol=5)
+            parts[name] = entry
+        meta: Dict[str, Any] = {"sync": self.book.sync, "cmd_seq": self.cmd_seq,
+                                "gc": self.gc.get_params() if self.gc else None,
+                                "reset_states": self._reset_states}
+        if self._meta_dirty:
+            if self.updater_blob is not None:
+                meta["updater"] = ("blob", self.updater_blob)
+            elif updater is not None and hasattr(updater, "get_states"):
+                meta["updater"] = ("optimizer", pickle.dumps(updater.optimizer))
+            else:
+                meta["updater"] = None
+        self._dirty, self._fresh = {}, {}
+        self._meta_dirty = self._reset_states = False
+        return {"parts": parts, "meta": meta}
 
-    def _on_durable(self, snapshot: dict) -> None:
-        self.durable = snapshot["book"]["rounds"]
+    def _on_durable(self, rounds: Dict[Any, int]) -> None:
+        self.durable.update(rounds)
 
     def _changed(self, force: bool = False) -> None:
         """Count a state change; every ``checkpoint_rounds`` changes a
         checkpoint is due. A due checkpoint waits one message for a pull
-        that publishes every part (then the values are not copied again)."""
+        that publishes the changed parts (then their values are not copied)."""
         self._since_ckpt += 1
-        if force:
-            self._due = 0
-            self._checkpoint()
-        elif self._due:
+        if force or self._due:
             self._checkpoint()
         elif self._since_ckpt >= self.checkpoint_rounds:
             self._due = 1
 
-    def _checkpoint(self, published: Optional[Dict[Any, Any]] = None) -> None:
+    def _checkpoint(self, callback: Any = None) -> None:
         self._since_ckpt = 0
         self._due = 0
-        self.writer.submit(self._snapshot(published))
+        if self._dirty or self._meta_dirty or callback is not None:
+            self.writer.submit(self._delta(), callback)
+
+    def _durable_future(self) -> "asyncio.Future":
+        """Checkpoint what changed now; the future is done once it is on disk."""
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        def finished(error: Optional[BaseException]) -> None:
+            loop.call_soon_threadsafe(
+                lambda: done.done() or (done.set_exception(error) if error else
+                                        done.set_result(None)))
+        self._checkpoint(finished)
+        return done
+
+    async def _wait_durable(self, done: "asyncio.Future") -> None:
+        try:
+            await done
+        except Exception as err:  # noqa: BLE001 - named, as _check names it
+            self.writer.error = None
+            raise MXNetError(f"server shard {self.index} could not write its checkpoint "
+                             f"{self.writer.path}: {err}") from err
 
     async def _join(self) -> None:
         """Before the first call: replay the commands logged since the
@@ -270,20 +338,21 @@ class ServerShard:
         fresh = [(n, s, p) for (n, s), p in zip(items, payloads) if not self.book.has(n)]
         if fresh:
             for name, shape, payload in fresh:
-                self.kv.init(name, _to_nd(payload, tuple(shape), None))
                 self.shapes[name] = tuple(shape)
                 self.book.add_part(name)
-            self._changed(force=True)
+                # the payload is immutable (the object store's): written as it is
+                self._mark(name, "value", fresh=payload if isinstance(payload, tuple)
+                           else payload.reshape(shape))
+            # the new parts alone go to the log, on the writer thread, while
+            # this one copies them into the store
+            durable = self._durable_future()
+            for name, shape, payload in fresh:
+                self.kv.init(name, _to_nd(payload, tuple(shape), None))
             await self.book.changed()
-            await self._written()   # rank 0 may then reuse the init's segments
+            # the answer says they are durable, so rank 0 lets go of the payload now
+            # (its segment, on the same-host path: the log was written from it)
+            await self._wait_durable(durable)
         return [self.durable.get(n, -1) for n in names]
-
-    async def _written(self, limit: float = 10.0) -> bool:
-        """Wait (without blocking the loop) until the checkpoint writer is idle."""
-        deadline = time.monotonic() + limit
-        while self.writer.busy() and time.monotonic() < deadline:
-            await asyncio.sleep(0.002)
-        return not self.writer.busy()
 
     async def wait_init(self, incarnation: str, names: Sequence[Any]) -> None:
         """Wait until rank 0 has initialized every part in ``names``."""
@@ -312,9 +381,10 @@ class ServerShard:
             what = self.book.accept(rank, name, seq, payload)
             if what is None:
                 continue
-            self.arrivals.append(name)
+            self.arrivals.append((rank, name))
             if what == "apply":
                 self.kv.push(name, _to_nd(payload, self.shapes[name], self.gc))
+                self._mark_update(name)
                 changed = True
             elif what == "complete":
                 vals = [_to_nd(p, self.shapes[name], self.gc)
@@ -325,6 +395,7 @@ class ServerShard:
                     vals = [NDArray(np.array(vals[0]._array), vals[0].context)]
                 self.kv.push(name, vals)
                 self.book.complete(name)
+                self._mark_update(name)
                 changed = True
         self._pushed += sum(p.nbytes for p in payloads if isinstance(p, np.ndarray))
         if changed:
@@ -333,8 +404,11 @@ class ServerShard:
                 # past MXKV_KEEP_BYTES of them, checkpoint now (a big key's
                 # pushes are not kept round after round)
                 self._pushed = 0
-                self._changed(force=True)
-                self._await_write = True
+                self._since_ckpt += 1
+                if self._keep_done is None:
+                    self._keep_done = self._durable_future()
+                else:
+                    self._checkpoint()
             else:
                 self._changed()
             await self.book.changed()
@@ -351,8 +425,8 @@ class ServerShard:
         if not self.book.pull_ready(rank, items):
             await self.book.wait(lambda: self.book.pull_ready(rank, items))
             await self._check(incarnation, names)
-        if shm and self._due and len(names) == len(self.shapes):
-            # a checkpoint is due and this pull publishes every part: publish
+        if shm and self._due and any(n in self._dirty and n not in self._fresh for n in names):
+            # a checkpoint is due and this pull publishes changed parts: publish
             # through the object store (immutable), so the checkpoint is
             # written from there instead of from a copy of the values
             shm = False
@@ -370,15 +444,15 @@ class ServerShard:
             # ray.put copies now, in this coroutine: no later update can reach it
             ref = self.ray.put([_export(self.kv._stored(n, "pull")) for n in names])
             self._snapshots[key] = ref
-            if self._due and len(names) == len(self.shapes):
-                # every part is in the object store now: checkpoint from there
-                self._checkpoint(dict(zip(names, await ref)))
+            if self._due and any(n in self._dirty and n not in self._fresh for n in names):
+                await self._publish_fresh(names, ref)
         while len(self._snapshots) > 4:  # workers ask for the same round together
             self._snapshots.popitem(last=False)
-        if self._await_write:
+        if self._keep_done is not None:
             # a checkpoint forced by MXKV_KEEP_BYTES: answer once it is written,
             # so the workers learn now that they may reuse this round's pushes
-            self._await_write = not await self._written()
+            done, self._keep_done = self._keep_done, None
+            await self._wait_durable(done)
         return [ref, [self.durable.get(n, -1) for n in names]]
 
     async def row_sparse_pull(self, incarnation: str, rank: int,
@@ -400,21 +474,38 @@ class ServerShard:
             out.append((dst._data, dst._indices))
         return out
 
+    async def _publish_fresh(self, names: Sequence[Any], ref: Any) -> None:
+        """A due checkpoint takes the changed parts of a pull's snapshot from
+        the object store (immutable) instead of copying them; once every
+        changed part is there, it is written."""
+        versions = [self._versions.get(n) for n in names]
+        values = await ref
+        for name, version, value in zip(names, versions, values):
+            if name in self._dirty and self._versions.get(name) == version:
+                self._fresh[name] = value    # unchanged since the snapshot was taken
+        if self._due and all(n in self._fresh for n, f in self._dirty.items() if "value" in f):
+            self._checkpoint()
+
     # ------------------------------------------------------------ commands
     def _apply_updater_blob(self, blob: bytes) -> None:
         self.kv._set_updater(self.ray.cloudpickle.loads(blob))
         self.updater_blob = blob
 
     def _apply_command(self, head: int, body: Any) -> None:
+        self._meta_dirty = True
         if head == CMD_OPTIMIZER:
             optimizer = pickle.loads(body) if isinstance(body, bytes) else \
                 pickle.loads(body.encode("latin-1"))
             self.kv.set_optimizer(optimizer)
             self.updater_blob = None
+            self._reset_states = True    # a new updater starts without states
         elif head == CMD_UPDATER:
             self._apply_updater_blob(body)
+            self._reset_states = True
         elif head == CMD_LOAD_STATES:
             self._load_states(body)
+            for name in self.shapes:     # every state changed: that is the change
+                self._mark(name, "state", fresh=self._fresh.get(name))
         elif head == CMD_COMPRESSION:
             self.gc = GradientCompression.create(dict(body))
         elif head == CMD_SYNC_MODE:
@@ -426,7 +517,7 @@ class ServerShard:
             print(f"server shard {self.index}: unknown command ({head}, {body!r})")
 
     def _load_states(self, blob: bytes) -> None:
-        loaded = pickle.loads(blob)
+        loaded = restricted_loads(blob)  # (MXNet's format: names MXNet's classes)
         if isinstance(loaded, tuple) and len(loaded) == 2:
             self.kv.set_optimizer(loaded[1])
             self.updater_blob = None
@@ -475,13 +566,14 @@ class ServerShard:
         return self.book.stalled()
 
     async def checkpoint(self) -> Dict[Any, int]:
-        """Write a checkpoint now, on this thread; returns the rounds it holds."""
-        snap = self._snapshot()
-        self.writer.write_now(snap)
-        return snap["book"]["rounds"]
+        """Write what changed now and wait for it; returns the durable rounds."""
+        await self._wait_durable(self._durable_future())
+        return dict(self.durable)
 
     async def stats(self) -> dict:
         return {"index": self.index, "incarnation": self.incarnation, "pid": os.getpid(),
+                "node": self.ray.get_runtime_context().get_node_id(),
                 "parts": len(self.shapes), "rounds": dict(self.book.rounds),
                 "durable": dict(self.durable), "arrivals": list(self.arrivals),
-                "checkpoints": self.writer.written, "restored": self.restored}
+                "checkpoints": self.writer.written, "compactions": self.writer.compactions,
+                "restored": self.restored}

@@ -30,7 +30,7 @@ from ...fileio import atomic_write, read_bytes
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
 from ..base import _local_comm
-from ..keys import key_name
+from ..keys import check_priority, key_name
 from ..local import KVStore, _stype
 from .channel import Call, Channel, Message
 from .job import NAMESPACE, JobEnv, connect, coordinator_name, host_label
@@ -311,7 +311,7 @@ class DistKVStore(KVStore):
             else:
                 msg = Message("push", shard, items, self._ray.put(payloads))
             if self._sender is not None:
-                self._sender.submit(priority, msg)
+                self._sender.submit(priority, msg, sum(p.nbytes for p in payloads))
             else:
                 self._chan.send(msg, "push")
 
@@ -322,6 +322,7 @@ class DistKVStore(KVStore):
         round, then apply the optimizer (or store the sum). ``dist_async``:
         each push is applied with the optimizer when it arrives.
         """
+        check_priority(priority, "push")
         with self._locks.hold(key):
             grouped = self._validate_push(key, value, "push")
             self._apply_push(grouped, priority)
@@ -343,8 +344,8 @@ class DistKVStore(KVStore):
     def _apply_pull(self, grouped: dict) -> None:
         if not grouped:
             return
-        if self._sender is not None:
-            self._sender.flush()
+        if self._sender is not None:   # this worker's pushes of these keys have left
+            self._sender.flush([p.name for k in grouped for p in self._plan(k, self._data[k])])
         self._chan.reap()
         keys = self._sorted_keys(grouped)
         entries = []
@@ -414,7 +415,8 @@ class DistKVStore(KVStore):
                 continue
             host = [o for o in outs if isinstance(o._array, np.ndarray)
                     and o._array.flags.c_contiguous]
-            rest = [o for o in outs if all(o is not h for h in host)]
+            taken = {id(o) for o in host}   # by identity: == on NDArrays is element-wise
+            rest = [o for o in outs if id(o) not in taken]
             for o in host:
                 flat = o._array.reshape(-1)
                 for p in plan:
@@ -435,6 +437,7 @@ class DistKVStore(KVStore):
 
     def pushpull(self, key: Any, value: Any, out: Any = None, priority: int = 0) -> None:
         """Push then pull in one call; ``out`` defaults to ``value``."""
+        check_priority(priority, "pushpull")
         with self._locks.hold(key):
             grouped = self._validate_push(key, value, "pushpull")
             pulls = self._validate_pull(key, value if out is None else out, "pushpull", True)
@@ -606,3 +609,4 @@ class DistKVStore(KVStore):
             for pool in self._pools.values():
                 pool.close()
             self._reader.close()
+            super().close()  # the local part: comm streams, buffers, stored values

@@ -1,16 +1,17 @@
 (ns org.apache.clojure-mxnet.context
   "Devices arrays live on: (cpu 0), (gpu 1). A Context is a value; it prints
-   as cpu(0) and equals another with the same device type and id.")
+   as cpu(0) and equals another with the same device type and id. Context
+   is a JVM class (org.apache.clojure_mxnet.context.Context), so contexts
+   made before this namespace is reloaded equal those made after."
+  (:import (org.apache.clojure_mxnet.context Context)))
 
 (set! *warn-on-reflection* true)
 
-(deftype Context [^String deviceType ^long deviceId]
-  Object
-  (equals [_ o] (and (instance? Context o)
-                     (= deviceType (.-deviceType ^Context o))
-                     (== deviceId (.-deviceId ^Context o))))
-  (hashCode [_] (hash [deviceType deviceId]))
-  (toString [_] (str deviceType "(" deviceId ")")))
+(defn ->Context
+  "The Context of device `device-type` (\"cpu\" or \"gpu\") number
+   `device-id`, unchecked (see `cpu`, `gpu`)."
+  [device-type device-id]
+  (Context. ^String device-type (long device-id)))
 
 (defmethod print-method Context [c ^java.io.Writer w]
   (.write w (str "#<Context " c ">")))

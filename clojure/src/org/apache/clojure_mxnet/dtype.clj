@@ -4,18 +4,18 @@
    `(ndarray/dtype a)` equals the constant of its type. Wherever a dtype is
    expected, a DType, keyword, string or symbol works (`:float32`,
    \"float32\", 'Float32)."
-  (:import (clojure.lang Named)))
+  (:require [org.apache.clojure-mxnet.util :as util])
+  (:import (org.apache.clojure_mxnet.dtype DType)))
 
 (set! *warn-on-reflection* true)
 
-(deftype DType [^String nm]
-  Named
-  (getName [_] nm)
-  (getNamespace [_] nil)
-  Object
-  (equals [_ o] (and (instance? DType o) (= nm (.-nm ^DType o))))
-  (hashCode [_] (.hashCode nm))
-  (toString [_] nm))
+;; DType is a JVM class (org.apache.clojure_mxnet.dtype.DType): the dtype of
+;; an array made before this namespace was reloaded equals the new constants.
+
+(defn ->DType
+  "The DType named `nm` (a string), unchecked (see `->dtype`)."
+  [nm]
+  (DType. ^String nm))
 
 (defmethod print-method DType [d ^java.io.Writer w]
   (.write w (str "#<DType " d ">")))
@@ -40,6 +40,8 @@
     d
     (or (when (or (keyword? d) (string? d) (symbol? d))
           (known (.toLowerCase ^String (name d))))
-        (throw (ex-info (str "unknown dtype " (pr-str d) "; expected one of "
-                             (clojure.string/join ", " (sort (keys known))))
-                        {:type :invalid-argument :dtype d})))))
+        ;; (pointing at the API's caller, whose value it was)
+        (throw (util/at-caller
+                (ex-info (str "unknown dtype " (pr-str d) "; expected one of "
+                              (clojure.string/join ", " (sort (keys known))))
+                         {:type :invalid-argument :dtype d}))))))

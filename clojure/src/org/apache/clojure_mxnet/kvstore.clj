@@ -11,7 +11,8 @@
    a pull's output holds the value when `pull` returns, and `priority`
    orders nothing in a local store (it is accepted and passed on, as MXNet's
    API has it). A store is freed when it is garbage-collected, disposed, or
-   its resource scope closes. Every function throws ex-info
+   its resource scope closes, or at the end of `with-open` (a KVStore is
+   AutoCloseable; closing twice does nothing). Every function throws ex-info
    {:type :invalid-argument} when its first argument is not a KVStore, and
    {:type :disposed} when it was disposed."
   (:refer-clojure :exclude [type])
@@ -20,13 +21,21 @@
             [org.apache.clojure-mxnet.ndarray :as ndarray]
             [org.apache.clojure-mxnet.resource-scope :as resource-scope]
             [org.apache.clojure-mxnet.util :as util])
-  (:import (org.apache.clojure_mxnet.bridge Handles$Handle)))
+  (:import (org.apache.clojure_mxnet.bridge Handles$Handle)
+           (org.apache.clojure_mxnet.kvstore KVStore)))
 
 (set! *warn-on-reflection* true)
 
-(deftype KVStore [conn ^Handles$Handle handle kv-type]
-  Object
-  (toString [_] (str "KVStore " kv-type (when (.isReleased handle) " disposed"))))
+;; KVStore is a JVM class (org.apache.clojure_mxnet.kvstore.KVStore) holding
+;; the connection, the engine handle and the type string: stores made before
+;; any namespace is reloaded stay usable, and it is AutoCloseable (close =
+;; dispose), so `with-open` works.
+
+(defn ->KVStore
+  "The KVStore for engine handle `handle` of connection `conn`, of type
+   `kv-type` (the store is made by `create`)."
+  [conn handle kv-type]
+  (KVStore. conn handle kv-type))
 
 (defmethod print-method KVStore [kv ^java.io.Writer w]
   (.write w (str "#<" kv ">")))
@@ -89,10 +98,12 @@
 
 (defn dispose
   "Frees the engine's store now instead of when the GC finds it
-   unreachable. Any later use throws ex-info {:type :disposed}. Returns nil."
+   unreachable (as `.close` does). Any later use throws ex-info
+   {:type :disposed}; disposing it again does nothing. Returns nil."
   [kvstore]
-  (hid kvstore)
-  (.dispose ^Handles$Handle (.-handle ^KVStore kvstore))
+  (when-not (instance? KVStore kvstore)
+    (hid kvstore))
+  (.close ^KVStore kvstore)
   nil)
 
 (s/def ::priority int?)
@@ -233,10 +244,13 @@
 (s/def ::compression-params (s/map-of (s/or :k keyword? :s string?) any?))
 
 (defn set-gradient-compression
-  "Compress gradients pushed to the store, e.g. {:type \"2bit\" :threshold 0.5}."
+  "Compress gradients pushed to the store, e.g. {:type \"2bit\" :threshold 0.5}
+   (keys :type and :threshold, keywords or strings; any other key is
+   refused with ex-info {:type :invalid-argument})."
   [kvstore compression-params]
   (let [id (hid kvstore)]
     (util/validate! ::compression-params compression-params "Invalid compression parameters")
+    (util/check-options! compression-params #{:type :threshold} "Invalid compression parameters")
     (bridge/call (conn-of kvstore) "kv.set_gradient_compression"
                  [id (util/convert-map compression-params)]))
   kvstore)
@@ -245,7 +259,7 @@
   "The store's type string, e.g. \"local\"."
   [kvstore]
   (hid kvstore)
-  (.-kv-type ^KVStore kvstore))
+  (.-kvType ^KVStore kvstore))
 
 (defn num-workers
   "How many worker processes share the store (an int; 1 for a local store)."

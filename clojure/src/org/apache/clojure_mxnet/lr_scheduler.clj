@@ -20,3 +20,23 @@
                         (pr-str factor))
                    {:factor factor}))
   {:type "factor" :step (int step) :factor (double factor)})
+
+(def ^:private scheduler-keys
+  "The keys each kind of schedule map takes (those of MXNet's schedulers)."
+  (let [warmup [:base_lr :warmup_steps :warmup_begin_lr :warmup_mode]]
+    {"factor" (into #{:type :step :factor :stop_factor_lr} warmup)
+     "multifactor" (into #{:type :step :factor} warmup)
+     "poly" (into #{:type :max_update :pwr :final_lr} warmup)
+     "cosine" (into #{:type :max_update :final_lr} warmup)}))
+
+(defn check!
+  "Refuses schedule map `spec` (an optimizer's :lr-scheduler, as
+   `factor-scheduler` makes) with a key its kind does not take: ex-info
+   {:type :invalid-argument} naming the key and the accepted ones. A kind
+   the engine does not know is left for the engine to refuse. Returns
+   `spec`."
+  [spec]
+  (when-let [accepted (and (map? spec)
+                           (scheduler-keys (some-> (or (:type spec) (get spec "type") "factor") name)))]
+    (util/check-options! spec accepted "Invalid lr-scheduler"))
+  spec)

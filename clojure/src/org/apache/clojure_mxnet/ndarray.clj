@@ -12,8 +12,9 @@
    with their source.
 
    Disposal is optional: the engine's array is freed when the NDArray is
-   garbage-collected, or at once by `dispose`, `dispose-deps` or a closing
-   `org.apache.clojure-mxnet.resource-scope`.
+   garbage-collected, or at once by `dispose` (or `.close`: an NDArray is
+   AutoCloseable, so `with-open` works; closing twice does nothing),
+   `dispose-deps` or a closing `org.apache.clojure-mxnet.resource-scope`.
 
    This file holds the NDArray type, creation, conversions, copies, files
    and lifetimes; the operators are in ndarray_operators.clj (same
@@ -32,33 +33,35 @@
   (:import (java.lang.ref WeakReference)
            (java.util Base64 IdentityHashMap)
            (org.apache.clojure_mxnet.bridge Handles$Handle)
-           (org.apache.clojure_mxnet.context Context)))
+           (java.util.function BiPredicate)
+           (org.apache.clojure_mxnet.context Context)
+           (org.apache.clojure_mxnet.ndarray NDArray)))
 
 (set! *warn-on-reflection* true)
 
 ;;; ------------------------------------------------------------------ the type
 
-;; `deps` holds this array's dependency node: {:direct {id WeakReference}
-;; :from [node ...]}, the arrays an operator read to make this one and the
-;; nodes of those arrays at that moment (see `dependencies`).
-(deftype NDArray [conn ^Handles$Handle handle shape dtype ctx stype deps]
-  Object
-  (equals [this o]
-    ;; clojure-mxnet's NDArray equality: same shape, same elements read as
-    ;; float32 (compared in the engine; no contents cross to the JVM).
-    (or (identical? this o)
-        (and (instance? NDArray o)
-             (= shape (.-shape ^NDArray o))
-             (identical? conn (.-conn ^NDArray o))
-             (not (.isReleased handle))
-             (not (.isReleased ^Handles$Handle (.-handle ^NDArray o)))
-             (boolean (bridge/call conn "nd.equal"
-                                   [(.id handle) (.id ^Handles$Handle (.-handle ^NDArray o))])))))
-  (hashCode [_] (hash shape))
-  (toString [_]
-    (str "NDArray " shape " " dtype " " ctx
-         (when-not (= "default" stype) (str " " stype))
-         (when (.isReleased handle) " disposed"))))
+;; NDArray is a JVM class (org.apache.clojure_mxnet.ndarray.NDArray), so
+;; arrays made before any namespace is reloaded stay usable and accepted by
+;; the specs; it is AutoCloseable (close = dispose, idempotent). Its fields:
+;; conn, handle, shape (a vector of ints), dtype, ctx, stype, and deps, this
+;; array's dependency node: an atom of {:direct {id WeakReference} :from
+;; [node ...]}, the arrays an operator read to make this one and the nodes of
+;; those arrays at that moment (see `dependencies`).
+
+(defn ->NDArray
+  "The NDArray over engine handle `handle` (see `wrap`, which makes them)."
+  [conn handle shape dtype ctx stype deps]
+  (NDArray. conn handle shape dtype ctx stype deps))
+
+;; clojure-mxnet's NDArray equality: same shape, same elements read as
+;; float32, compared in the engine (no contents cross to the JVM).
+(set! NDArray/contentsEqual
+      (reify BiPredicate
+        (test [_ a b]
+          (boolean (bridge/call (.-conn ^NDArray a) "nd.equal"
+                                [(.id ^Handles$Handle (.-handle ^NDArray a))
+                                 (.id ^Handles$Handle (.-handle ^NDArray b))])))))
 
 (defmethod print-method NDArray [a ^java.io.Writer w]
   (.write w (str "#<" a ">")))
@@ -168,8 +171,8 @@
 
 (defn dispose
   "Releases the engine's array now (the GC would, later). Using it
-   afterwards throws ex-info {:type :disposed}. Arrays it was made from are
-   not disposed (see `dispose-deps`)."
+   afterwards throws ex-info {:type :disposed}; disposing it again does
+   nothing. Arrays it was made from are not disposed (see `dispose-deps`)."
   [ndarray]
   (check-ndarray ndarray "the array")
   (.dispose ^Handles$Handle (.-handle ^NDArray ndarray))
@@ -248,7 +251,17 @@
   ^floats [source what]
   (cond
     (instance? (Class/forName "[F") source) source
-    (or (sequential? source) (instance? (Class/forName "[D") source)) (float-array source)
+    (instance? (Class/forName "[D") source) (float-array source)
+    (sequential? source)
+    (let [v (vec source)
+          i (long (loop [i 0] (cond (== i (count v)) -1
+                                    (number? (nth v i)) (recur (inc i))
+                                    :else i)))]
+      (when-not (neg? i)
+        (util/invalid! (str what " must hold numbers only; element " i " is "
+                            (pr-str (nth v i)) (some->> (nth v i) class .getName (str ", a ")))
+                       {:value (nth v i) :index i}))
+      (float-array v))
     :else (util/invalid! (str what " must be a vector of numbers or a float array, got "
                               (if (nil? source) "nil" (.getName (class source))))
                          {:value source})))
@@ -479,7 +492,13 @@
     (cond
       (number? v) (bridge/call conn "nd.set_value" [id v])
       (ndarray? v) (bridge/call conn "nd.copyto" [(hid v) id])
-      :else (let [data (float-data v "the values")]
+      :else (let [data (float-data v "the values")
+                  n (element-count ndarray)]
+              (when-not (== (alength data) n)
+                (util/invalid! (str "set: " (alength data) " values for an array of " n
+                                    " elements (shape " (.-shape ^NDArray ndarray)
+                                    "); give exactly " n ", or a number to fill it")
+                               {:shape (.-shape ^NDArray ndarray) :count (alength data)}))
               (bridge/write-floats conn data "nd.set_from_arena" [id "float32" (alength data)])))
     ndarray))
 
@@ -603,3 +622,9 @@
 ;;; ------------------------------------------------------------------ operators
 
 (clojure.core/load "ndarray_operators")
+
+;;; ------------------------------------------------------------------ training-step operators
+;; random-uniform, expand-dims, argmax, softmax, slice-axis, one-hot, ... and
+;; the calls the random and ndarray-api namespaces are built on.
+
+(clojure.core/load "ndarray_training_ops")

@@ -14,6 +14,7 @@
   (:refer-clojure :exclude [update])
   (:require [clojure.spec.alpha :as s]
             [org.apache.clojure-mxnet.bridge :as bridge]
+            [org.apache.clojure-mxnet.lr-scheduler :as lr-scheduler]
             [org.apache.clojure-mxnet.ndarray :as ndarray]
             [org.apache.clojure-mxnet.util :as util])
   (:import (org.apache.clojure_mxnet.bridge Handles$Handle)))
@@ -25,8 +26,10 @@
 
 (defn- optimizer
   "An Optimizer for engine optimizer `name`; a clip-gradient of 0 means no
-   clipping (as in clojure-mxnet), so it is left out."
+   clipping (as in clojure-mxnet), so it is left out. A schedule map with a
+   key its kind does not take is refused (see lr-scheduler/check!)."
   [name params]
+  (some-> (get params "lr_scheduler") lr-scheduler/check!)
   (with-meta
     (->Optimizer name (into {} (remove (fn [[k v]] (or (nil? v) (and (= k "clip_gradient") (zero? v)))))
                             params))
@@ -49,7 +52,7 @@
           momentum 0.0
           wd 0.0001
           clip-gradient 0}}]
-   (util/validate! ::sgd-opts opts "Incorrect sgd optimizer options")
+   (util/validate-options! ::sgd-opts opts "Incorrect sgd optimizer options")
    (optimizer "sgd" {"learning_rate" learning-rate "momentum" momentum "wd" wd
                      "clip_gradient" clip-gradient "lr_scheduler" lr-scheduler}))
   ([]
@@ -70,7 +73,7 @@
           lambda 0.04
           wd 0.0
           clip-gradient 0}}]
-   (util/validate! ::dcasgd-opts opts "Incorrect dcasgd optimizer options")
+   (util/validate-options! ::dcasgd-opts opts "Incorrect dcasgd optimizer options")
    (optimizer "dcasgd" {"learning_rate" learning-rate "momentum" momentum "lamda" lambda "wd" wd
                         "clip_gradient" clip-gradient "lr_scheduler" lr-scheduler}))
   ([]
@@ -88,7 +91,7 @@
           momentum 0.0
           wd 0.0001
           clip-gradient 0}}]
-   (util/validate! ::nag-opts opts "Incorrect nag optimizer options")
+   (util/validate-options! ::nag-opts opts "Incorrect nag optimizer options")
    (optimizer "nag" {"learning_rate" learning-rate "momentum" momentum "wd" wd
                      "clip_gradient" clip-gradient "lr_scheduler" lr-scheduler}))
   ([]
@@ -110,7 +113,7 @@
           epsilon 1e-8
           wd 0.0
           clip-gradient 0}}]
-   (util/validate! ::ada-delta-opts opts "Incorrect ada-delta optimizer options")
+   (util/validate-options! ::ada-delta-opts opts "Incorrect ada-delta optimizer options")
    (optimizer "adadelta" {"rho" rho "rescale_grad" rescale-gradient "epsilon" epsilon "wd" wd
                           "clip_gradient" clip-gradient}))
   ([]
@@ -133,7 +136,7 @@
           gamma2 0.9
           wd 0.0
           clip-gradient 0}}]
-   (util/validate! ::rms-prop-opts opts "Incorrect rms-prop optimizer options")
+   (util/validate-options! ::rms-prop-opts opts "Incorrect rms-prop optimizer options")
    (optimizer "rmsprop" {"learning_rate" learning-rate "rescale_grad" rescale-gradient
                          "gamma1" gamma1 "gamma2" gamma2 "wd" wd "centered" true
                          "clip_gradient" clip-gradient "lr_scheduler" lr-scheduler}))
@@ -151,7 +154,7 @@
           rescale-gradient 1.0
           epsilon 1e-7
           wd 0.0}}]
-   (util/validate! ::ada-grad-opts opts "Incorrect ada-grad optimizer options")
+   (util/validate-options! ::ada-grad-opts opts "Incorrect ada-grad optimizer options")
    (optimizer "adagrad" {"learning_rate" learning-rate "rescale_grad" rescale-gradient
                          "eps" epsilon "wd" wd}))
   ([]
@@ -177,7 +180,7 @@
           epsilon 1e-8
           wd 0
           clip-gradient 0}}]
-   (util/validate! ::adam-opts opts "Incorrect adam optimizer options")
+   (util/validate-options! ::adam-opts opts "Incorrect adam optimizer options")
    (when (and decay-factor (not= (float decay-factor) (float 1.0)))
      (util/invalid! (str "adam's :decay-factor " decay-factor " is not supported: the engine runs "
                          "MXNet's Adam, which has no decay factor. clojure-mxnet's default (1 - 1e-8) "
@@ -200,7 +203,7 @@
           rescale-gradient 1
           wd 0.0001
           clip-gradient 0}}]
-   (util/validate! ::sgld-opts opts "Incorrect sgld optimizer options")
+   (util/validate-options! ::sgld-opts opts "Incorrect sgld optimizer options")
    (optimizer "sgld" {"learning_rate" learning-rate "rescale_grad" rescale-gradient "wd" wd
                       "clip_gradient" clip-gradient "lr_scheduler" lr-scheduler}))
   ([]
@@ -208,7 +211,7 @@
 
 ;;; ------------------------------------------------------------------ updating by hand
 
-(s/def ::optimizer #(and (instance? Optimizer %) (string? (:name %))))
+(s/def ::optimizer #(and (record? %) (string? (:name %)) (map? (:params %))))
 (s/def ::index int?)
 
 (defn- engine-optimizer
@@ -219,7 +222,9 @@
   (let [conn (bridge/connection)
         spec [(:name optimizer) (:params optimizer)]
         cell (::engine (meta optimizer))
-        ^EngineOptimizer current (some-> cell deref)]
+        ;; (not an EngineOptimizer of this namespace's class when it was reloaded)
+        current (some-> cell deref)
+        ^EngineOptimizer current (when (instance? EngineOptimizer current) current)]
     (if (and current (identical? conn (.-conn current)) (= spec (.-spec current))
              (not (.isReleased ^Handles$Handle (.-handle current))))
       current

@@ -24,7 +24,7 @@
 
 ;; Each thread's open scopes, innermost last. A scope is an IdentityHashMap
 ;; from each object created in it to the object's engine handle.
-(def ^:private ^ThreadLocal open-scopes (ThreadLocal.))
+(defonce ^:private ^ThreadLocal open-scopes (ThreadLocal.))
 
 (defn track!
   "Registers `obj`, holding engine handle `handle`, with this thread's

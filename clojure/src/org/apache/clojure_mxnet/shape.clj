@@ -1,15 +1,18 @@
 (ns org.apache.clojure-mxnet.shape
   "Array shapes: a Shape value prints as (2,3) and equals another Shape with
    the same dimensions. Dimensions are ints, as clojure-mxnet's were."
-  (:refer-clojure :exclude [vector]))
+  (:refer-clojure :exclude [vector])
+  (:import (org.apache.clojure_mxnet.shape Shape)))
 
 (set! *warn-on-reflection* true)
 
-(deftype Shape [dims]
-  Object
-  (equals [_ o] (and (instance? Shape o) (= dims (.-dims ^Shape o))))
-  (hashCode [_] (hash dims))
-  (toString [_] (str "(" (clojure.string/join "," dims) ")")))
+;; Shape is a JVM class (org.apache.clojure_mxnet.shape.Shape) that survives
+;; reloading this namespace.
+
+(defn ->Shape
+  "The Shape of dimensions `dims` (a vector of ints), unchecked (see `->shape`)."
+  [dims]
+  (Shape. dims))
 
 (defmethod print-method Shape [^Shape s ^java.io.Writer w]
   (.write w (str "#<Shape " s ">")))

@@ -5,12 +5,15 @@
             [clojure.string :as string]))
 
 (def ^:private api-classes
-  "Class-name prefixes of the API's own frames: its namespaces' functions and
-   the bridge's Java classes."
+  "Class-name prefixes of the API's own frames: its namespaces' functions,
+   the bridge's Java classes and the handle and value classes."
   (conj (mapv #(str "org.apache.clojure_mxnet." % "$")
               ["base" "bridge" "context" "dtype" "kvstore" "kvstore_server" "lr_scheduler"
-               "ndarray" "optimizer" "resource_scope" "shape" "util"])
-        "org.apache.clojure_mxnet.bridge."))
+               "ndarray" "optimizer" "resource_scope" "shape" "util"
+               "random" "ndarray_api" "ndarray_random_api"])
+        "org.apache.clojure_mxnet.bridge." "org.apache.clojure_mxnet.ndarray."
+        "org.apache.clojure_mxnet.kvstore." "org.apache.clojure_mxnet.context."
+        "org.apache.clojure_mxnet.shape." "org.apache.clojure_mxnet.dtype."))
 
 (defn- internal-frame? [^StackTraceElement f]
   (let [c (.getClassName f)]
@@ -40,14 +43,65 @@
   ([msg data]
    (throw (at-caller (ex-info msg (assoc data :type :invalid-argument))))))
 
+(defn- fn-name
+  "The name of function object `f` as a symbol, e.g. clojure.core/string?."
+  [f]
+  (symbol (string/replace (clojure.lang.Compiler/demunge (.getName (class f))) #"--\d+$" "")))
+
+(defn- readable-pred [p]
+  (cond (s/spec? p) (s/form p)
+        (fn? p) (fn-name p)
+        :else p))
+
+(defn- readable-explain
+  "Spec's explain-data with its predicates and spec as forms or names, not
+   function objects, so that it prints readably."
+  [data]
+  (cond-> data
+    (contains? data ::s/spec) (update ::s/spec readable-pred)
+    (contains? data ::s/problems) (update ::s/problems
+                                          (fn [ps] (mapv #(update % :pred readable-pred) ps)))))
+
 (defn validate!
   "Throws ex-info with `error-msg` (for example \"Invalid keys\") and the
-   spec's explain-data, plus `:type :invalid-argument`, unless `value`
-   conforms to `spec`. Prints the explanation, as clojure-mxnet did."
+   spec's explain-data (::s/problems, ::s/spec, ::s/value, printing
+   readably), plus `:type :invalid-argument`, unless `value` conforms to
+   `spec`. Prints nothing (clojure-mxnet printed the explanation: it is in
+   the ex-data, and `(s/explain-out (ex-data e))` prints it)."
   [spec value error-msg]
   (when-not (s/valid? spec value)
-    (s/explain spec value)
-    (invalid! error-msg (s/explain-data spec value))))
+    (invalid! error-msg (readable-explain (s/explain-data spec value)))))
+
+(defn check-options!
+  "Refuses option map `opts` (for example an optimizer's) when it has a key
+   not in `accepted` (keywords; a string key counts as its keyword): throws
+   ex-info :invalid-argument naming the unknown keys and the accepted ones,
+   with `error-msg` first. Returns nil."
+  [opts accepted error-msg]
+  (when (map? opts)
+    (let [ok (set accepted)
+          unknown (vec (remove #(ok (if (string? %) (keyword %) %)) (keys opts)))]
+      (when (seq unknown)
+        (invalid! (str error-msg ": unknown option" (when (next unknown) "s") " "
+                       (string/join ", " (map pr-str unknown)) "; accepted: "
+                       (string/join ", " (map pr-str (sort ok))))
+                  {:unknown-keys unknown :accepted (vec (sort ok))})))))
+
+(defn spec-keys
+  "The unqualified keywords an `s/keys` spec names (:req-un and :opt-un)."
+  [spec]
+  (let [form (s/form spec)]
+    (set (for [[kind ks] (partition 2 (rest form))
+               :when (#{:req-un :opt-un} kind)
+               k ks]
+           (keyword (name k))))))
+
+(defn validate-options!
+  "`check-options!` against the keys of `spec` (an s/keys spec), then
+   `validate!`: an option map with a misspelt key is refused, not ignored."
+  [spec opts error-msg]
+  (check-options! opts (spec-keys spec) error-msg)
+  (validate! spec opts error-msg))
 
 (defn parse-long-setting
   "The whole number that the text `raw` of the environment knob `var-name` holds,
@@ -117,3 +171,10 @@
     (if (sequential? (first s))
       (recur (first s) (conj shape (count (first s))))
       shape)))
+
+(defn ->option
+  "clojure-mxnet wrapped optional arguments in a Scala Option; mxkv passes
+   them as they are (nil for none), so this returns `v`. Kept so that code
+   referring to it (clojure-mxnet's ndarray-api tests) loads."
+  [v]
+  v)

@@ -128,7 +128,8 @@
     (nd/set a (nd/ones [2 2]))
     (is (= [1.0 1.0 1.0 1.0] (nd/->vec a)))
     (let [e (is (thrown? clojure.lang.ExceptionInfo (nd/set a [1 2 3])))]
-      (is (re-find #"set: 3 values for an array of 4 elements" (ex-message e))))
+      (is (re-find #"set: 3 values for an array of 4 elements" (ex-message e)))
+      (is (= :invalid-argument (:type (ex-data e))) "refused before the engine is called"))
     (is (invalid? #(nd/set a "x")))))
 
 (deftest conversions-follow-the-jvms-rules

@@ -1,7 +1,8 @@
 (ns org.apache.clojure-mxnet.property-test
   "Generated invalid calls through the Clojure API: each must throw the
    documented ex-info (:invalid-argument when the API refuses an argument,
-   :mxnet-error when the engine does) with a message naming the fault (the
+   :mxnet-error when the engine does; the counts by :type are printed) with
+   ex-data that prints readably, printing nothing, with a message naming the fault (the
    key, shape, dtype, parameter or path; a spec failure keeps clojure-mxnet's
    \"Invalid keys\" and names the value in its ex-data), and leave every
    stored value exactly as it was.
@@ -82,7 +83,7 @@
   (let [k (pick r ["a" "b"])
         shape (shapes k)
         good (fn [] (ndarray/ones shape))]
-    (case (int (.nextInt r 23))
+    (case (int (.nextInt r 26))
       0 (let [bad (pick r bad-keys)
               [what f] (pick r [["push" #(kvstore/push kv bad (good))]
                                 ["pull" #(kvstore/pull kv bad (good))]
@@ -261,7 +262,41 @@
                                       ["shape-vec" ndarray/shape-vec #"must be an NDArray, got"]
                                       ["dispose" ndarray/dispose #"must be an NDArray, got"]
                                       ["copy" ndarray/copy #"must be an NDArray, got"]])]
-           {:what (str fname " of " (pr-str bad)) :f #(f bad) :type :invalid-argument :msg msg}))))
+           {:what (str fname " of " (pr-str bad)) :f #(f bad) :type :invalid-argument :msg msg})
+      23 (let [[fname f] (pick r [["sgd" optimizer/sgd] ["adam" optimizer/adam] ["nag" optimizer/nag]
+                                  ["rms-prop" optimizer/rms-prop] ["ada-grad" optimizer/ada-grad]])
+               bad (pick r [:lerning-rate :learning_rate :lr :momentun :beta :weight-decay])]
+           (pick r [{:what (str "an " fname " optimizer with option " bad)
+                     :f #(f {bad 0.1}) :type :invalid-argument
+                     :msg (re-pattern (str "^Incorrect " fname " optimizer options: unknown option "
+                                           (java.util.regex.Pattern/quote (pr-str bad))
+                                           "; accepted: .*:wd"))
+                     :data #(= [bad] (:unknown-keys %))}
+                    {:what (str "an sgd optimizer whose schedule has key " bad)
+                     :f #(optimizer/sgd {:lr-scheduler {:type "factor" :step 2 bad 0.5}})
+                     :type :invalid-argument
+                     :msg (re-pattern (str "^Invalid lr-scheduler: unknown option "
+                                           (java.util.regex.Pattern/quote (pr-str bad))))}
+                    {:what (str "compression with key " bad)
+                     :f #(kvstore/set-gradient-compression kvd {:type "2bit" bad 0.5})
+                     :type :invalid-argument
+                     :msg (re-pattern (str "^Invalid compression parameters: unknown option "
+                                           (java.util.regex.Pattern/quote (pr-str bad))
+                                           "; accepted: :threshold, :type$"))}]))
+      24 (let [bad (pick r ["a" nil :x [1] {} \c])
+               i (int-in r 0 3)
+               src (assoc [1.0 2.0 3.0] i bad)]
+           (pick r [{:what (str "an array from " (pr-str src)) :f #(ndarray/array src [3])
+                     :type :invalid-argument
+                     :msg (re-pattern (str "^the source must hold numbers only; element " i " is "))
+                     :data #(= i (:index %))}
+                    {:what (str "set an array to " (pr-str src)) :f #(ndarray/set (good) src)
+                     :type :invalid-argument
+                     :msg (re-pattern (str "^the values must hold numbers only; element " i " is "))}]))
+      25 (let [n (first (remove #(= % (reduce * shape)) (repeatedly #(int-in r 0 30))))]
+           {:what (str "set an array of shape " shape " to " n " values")
+            :f #(ndarray/set (good) (vec (repeat n 1.0))) :type :invalid-argument
+            :msg (re-pattern (str "^set: " n " values for an array of " (reduce * shape) " elements"))}))))
 
 ;;; ------------------------------------------------------------------ the world
 
@@ -320,6 +355,9 @@
       (not (re-find msg (str (ex-message e)))) (str "its message " (pr-str (ex-message e))
                                                     " does not match " msg)
       (and data (not (data d))) (str "its ex-data does not name the value: " (pr-str (dissoc d :traceback)))
+      ;; a function object prints as #object[clojure.core$string_QMARK_ ...]
+      (re-find #"#object\[[^ \]]*\$" (pr-str d)) (str "its ex-data does not print readably: "
+                                                    (pr-str (dissoc d :traceback)))
       after (after))))
 
 ;;; ------------------------------------------------------------------ the test
@@ -331,8 +369,10 @@
         before (stored w)
         failures (volatile! [])
         tried (volatile! 0)
+        by-type (volatile! (sorted-map))
+        printed (StringWriter.)
         start (System/nanoTime)]
-    (binding [*out* (StringWriter.)] ; spec failures print their explanation
+    (binding [*out* printed] ; nothing may print: kept to check
       (loop [i 0 since [] baseline before]
         (let [last? (= i calls)
               now (when (or last? (= (count since) check-every)) (stored w))]
@@ -342,6 +382,7 @@
           (when (and (not last?) (< (count @failures) 10))
             (let [c (case-of r w)]
               (vswap! tried inc)
+              (vswap! by-type update (:type c) (fnil inc 0))
               (when-let [problem (outcome c)]
                 (vswap! failures conj (str "call " i " (" (:what c) "): " problem)))
               (recur (inc i)
@@ -352,9 +393,11 @@
           (str "MXKV_PROPERTY_SEED=" seed " replays this run; first failures:\n"
                (str/join "\n" @failures)))
       (is (= calls @tried) "every call was tried")
-      (println (format "property-test: %d invalid calls over %s, seed %d, %.1f s, %d failed"
+      (is (= "" (str printed)) "refused calls print nothing")
+      (println (format "property-test: %d invalid calls over %s, seed %d, %.1f s, %d failed; refusals by :type (each checked): %s"
                        @tried (name (bridge/kind (bridge/connection))) seed secs
-                       (count @failures))))
+                       (count @failures)
+                       (str/join ", " (map (fn [[t n]] (str t " " n)) @by-type)))))
     (testing "the stores still work"
       (let [{:keys [kv kvi]} w
             out (ndarray/zeros [3])

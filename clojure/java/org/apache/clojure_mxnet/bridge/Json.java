@@ -1,5 +1,10 @@
 package org.apache.clojure_mxnet.bridge;
 
+import java.math.BigInteger;
+import java.util.Collection;
+import java.util.Map;
+
+import clojure.lang.BigInt;
 import clojure.lang.IPersistentMap;
 import clojure.lang.ITransientCollection;
 import clojure.lang.Keyword;
@@ -7,11 +12,19 @@ import clojure.lang.PersistentArrayMap;
 import clojure.lang.PersistentVector;
 
 /**
- * A small JSON reader producing Clojure data: objects become persistent maps
- * with keyword keys, arrays persistent vectors, integers {@code Long}, other
- * numbers {@code Double}. It reads what the engine writes (Python's
- * {@code json.dumps}), nothing more exotic. Emitting JSON is done on the
- * Clojure side.
+ * The bridge's one JSON codec, both directions.
+ *
+ * <p>Reading ({@link #parse}) produces Clojure data: objects become persistent
+ * maps with keyword keys, arrays persistent vectors, integers {@code Long}
+ * (or {@code BigInteger}), other numbers {@code Double}. It reads what the
+ * engine writes (Python's {@code json.dumps}, which may write {@code NaN} and
+ * {@code Infinity}), nothing more exotic.
+ *
+ * <p>Writing ({@link #write}) takes Clojure (or plain Java) data: maps,
+ * lists, vectors, sets and other collections, strings, keywords
+ * (their name), numbers, booleans and null; map keys are written as their
+ * name (keywords) or their string. Anything else is refused with an
+ * {@link IllegalArgumentException}.
  */
 public final class Json {
     private final String s;
@@ -35,6 +48,98 @@ public final class Json {
 
     public static Object parse(String s) {
         return parse(s, 0);
+    }
+
+    /** Compact JSON text for {@code x} (see the class comment for what it takes). */
+    public static String write(Object x) {
+        StringBuilder b = new StringBuilder(64);
+        write(b, x);
+        return b.toString();
+    }
+
+    private static void write(StringBuilder b, Object x) {
+        if (x == null) {
+            b.append("null");
+        } else if (x instanceof String) {
+            writeString(b, (String) x);
+        } else if (x instanceof Long || x instanceof Integer || x instanceof Short
+                || x instanceof Byte) {
+            b.append(((Number) x).longValue());
+        } else if (x instanceof BigInt || x instanceof BigInteger) {
+            b.append(x.toString());
+        } else if (x instanceof Number) {
+            // Ratios, BigDecimals, floats: as a double (NaN and Infinity as
+            // Python's json reads them).
+            b.append(((Number) x).doubleValue());
+        } else if (x instanceof Boolean) {
+            b.append(((Boolean) x) ? "true" : "false");
+        } else if (x instanceof Keyword) {
+            writeString(b, ((Keyword) x).getName());
+        } else if (x instanceof Map) {
+            b.append('{');
+            boolean first = true;
+            for (Object o : ((Map<?, ?>) x).entrySet()) {
+                Map.Entry<?, ?> e = (Map.Entry<?, ?>) o;
+                if (!first) {
+                    b.append(',');
+                }
+                first = false;
+                Object k = e.getKey();
+                writeString(b, k instanceof Keyword ? ((Keyword) k).getName() : String.valueOf(k));
+                b.append(':');
+                write(b, e.getValue());
+            }
+            b.append('}');
+        } else if (x instanceof Collection) {
+            b.append('[');
+            boolean first = true;
+            for (Object e : (Collection<?>) x) {
+                if (!first) {
+                    b.append(',');
+                }
+                first = false;
+                write(b, e);
+            }
+            b.append(']');
+        } else {
+            throw new Unwritable(x);
+        }
+    }
+
+    /** A value {@link #write} cannot send; {@link #value} says which. */
+    public static final class Unwritable extends IllegalArgumentException {
+        private static final long serialVersionUID = 1L;
+        private final transient Object value;
+
+        Unwritable(Object value) {
+            super("cannot send a " + value.getClass().getName() + " to the engine");
+            this.value = value;
+        }
+
+        public Object value() {
+            return value;
+        }
+    }
+
+    private static void writeString(StringBuilder b, String s) {
+        b.append('"');
+        for (int k = 0; k < s.length(); k++) {
+            char c = s.charAt(k);
+            switch (c) {
+                case '"': b.append("\\\""); break;
+                case '\\': b.append("\\\\"); break;
+                case '\n': b.append("\\n"); break;
+                case '\r': b.append("\\r"); break;
+                case '\t': b.append("\\t"); break;
+                default:
+                    if (c < 0x20) {
+                        b.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        b.append(c);
+                    }
+            }
+        }
+        b.append('"');
     }
 
     private IllegalArgumentException error(String what) {

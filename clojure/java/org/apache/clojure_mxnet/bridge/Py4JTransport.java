@@ -13,8 +13,6 @@ import java.util.concurrent.TimeoutException;
 
 import java.util.function.Supplier;
 
-import javax.net.SocketFactory;
-
 import py4j.CallbackClient;
 import py4j.Gateway;
 import py4j.GatewayServer;
@@ -27,9 +25,10 @@ import py4j.GatewayServer;
  * an object implementing {@link Engine}.
  *
  * <p>The engine reads its stdin until EOF, so it exits when this JVM goes
- * away, however it goes. Calls into the engine carry a socket read timeout
- * (the call timeout): an engine that froze makes a call fail after that long
- * instead of hanging; one that died makes it fail at once.
+ * away, however it goes. Calls into the engine go through a
+ * {@link DeadlineClient}: each fails by its own deadline when the engine is
+ * frozen, on every thread, connection setup included; one to an engine that
+ * died fails at once.
  *
  * <p>The other way round, Python first ({@link #attach}): a running Python
  * program serves engines ({@code mxkv.bridge.serve()}) on a loopback
@@ -97,11 +96,10 @@ public final class Py4JTransport implements AutoCloseable {
         InetAddress loopback = InetAddress.getLoopbackAddress();
         String token = secret();
         Rendezvous rendezvous = new Rendezvous();
-        // The callback port is a placeholder until the engine reports its own.
-        // A min connection time of 0 means no idle-connection reaper thread:
-        // Py4J would make it a non-daemon thread, keeping the JVM alive.
-        CallbackClient cb = new CallbackClient(GatewayServer.DEFAULT_PYTHON_PORT, loopback, token,
-                0, TimeUnit.SECONDS, SocketFactory.getDefault(), false, callTimeoutMs);
+        // The callback port is a placeholder until the engine reports its own
+        // (the gateway then makes a client for it with DeadlineClient.copyWith).
+        CallbackClient cb = new DeadlineClient(GatewayServer.DEFAULT_PYTHON_PORT, loopback, token,
+                callTimeoutMs);
         GatewayServer server = new GatewayServer.GatewayServerBuilder(rendezvous)
                 .javaPort(0)
                 .javaAddress(loopback)
@@ -263,8 +261,7 @@ public final class Py4JTransport implements AutoCloseable {
             throws IOException {
         GatewayServer.turnLoggingOff(); // as a gateway would: Py4J logs at INFO otherwise
         InetAddress addr = InetAddress.getByName(address);
-        CallbackClient cb = new CallbackClient(port, addr, secret, 0, TimeUnit.SECONDS,
-                SocketFactory.getDefault(), false, callTimeoutMs);
+        CallbackClient cb = new DeadlineClient(port, addr, secret, callTimeoutMs);
         Gateway gateway = new Gateway(null, cb);
         try {
             Supplier<Engine> factory = (Supplier<Engine>) cb.getPythonServerEntryPoint(

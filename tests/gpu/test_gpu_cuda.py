@@ -46,7 +46,7 @@ def test_tree_comm_on_virtual_gpus_equals_the_flat_comm(virtual_gpus, monkeypatc
         assert all(np.array_equal(o.asnumpy(), want) for o in outs)
 
 
-@pytest.mark.skipif(context.cuda_device_count() < 2, reason="needs two real GPUs")
+@pytest.mark.requires_gpu(n=2)
 @pytest.mark.parametrize("p2p", ["1", "0"])
 def test_copies_between_real_gpus_take_the_p2p_route_or_the_host(monkeypatch, p2p):
     monkeypatch.setenv("MXNET_ENABLE_GPU_P2P", p2p)
@@ -57,7 +57,7 @@ def test_copies_between_real_gpus_take_the_p2p_route_or_the_host(monkeypatch, p2
     assert routes <= ({"peer", "staged"} if p2p == "1" else {"staged"}) and routes
 
 
-@pytest.mark.skipif(context.cuda_device_count() < 2, reason="needs two real GPUs")
+@pytest.mark.requires_gpu(n=2)
 def test_tree_comm_on_real_gpus_equals_the_flat_comm():
     devs = [mx.gpu(i) for i in range(context.cuda_device_count())]
     vals = [mx.nd.ones((64, 3), ctx=d) * (i + 1) for i, d in enumerate(devs)]

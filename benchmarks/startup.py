@@ -1,0 +1,112 @@
+"""Start-up of a Clojure program that uses mxkv, against plain Clojure.
+
+The program requires ``kvstore`` and ``ndarray``, creates a store, pushes
+one array and exits; it runs from the jar the wheel ships (``mxkv jar``:
+namespaces compiled ahead of time), over Py4J (``java ... clojure.main``,
+the JVM spawns the engine) and over JPype (Python hosts the JVM, as ``mxkv
+clj --transport jpype``), and from the checkout's sources (compiled at every
+start) for comparison. The baseline is ``clojure.main -e "(println 1)"`` on
+the same machine. Each is run ``--runs`` times, interleaved; the medians
+and their ratio to the baseline are printed (``--json FILE`` writes them).
+
+Target (issue 19): each transport's program at most 2x the baseline.
+
+Run: ``.venv/bin/python benchmarks/startup.py [--runs 5] [--json FILE]``
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+
+from mxkv import classpath as cp  # noqa: E402
+
+PROGRAM = """(require '[org.apache.clojure-mxnet.kvstore :as kvstore]
+         '[org.apache.clojure-mxnet.ndarray :as ndarray])
+(let [kv (kvstore/create "local")]
+  (kvstore/init kv "w" (ndarray/ones [2]))
+  (println (str kv)))
+"""
+
+JPYPE_DRIVER = """import os, sys
+from mxkv import classpath as cp
+cp.classpath = lambda **kw: os.environ["STARTUP_CP"]
+from mxkv import jvm
+jvm.start()
+try:
+    jvm.run_main([sys.argv[1]])
+finally:
+    jvm.stop()
+"""
+
+
+def _time(cmd: List[str], env: Dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=600)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return dt
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args(argv)
+
+    jar = str(cp.jar())  # the checkout's build/mxkv.jar, as the wheel's (rebuilt when stale)
+    clj = cp.clojure_jars()
+    p4j = cp.py4j_jar()
+    java = "java"
+    python = sys.executable
+    with tempfile.TemporaryDirectory() as d:
+        prog = Path(d) / "startup.clj"
+        prog.write_text(PROGRAM + "(shutdown-agents)\n")
+        driver = Path(d) / "jpype_driver.py"
+        driver.write_text(JPYPE_DRIVER)
+        env = dict(os.environ, MXKV_PYTHON=python)
+        jar_cp = os.pathsep.join([jar, *clj, p4j])
+        src_cp = os.pathsep.join([str(ROOT / "clojure" / "src"),
+                                  str(cp.classes_dir(quiet=True)), *clj, p4j])
+        opts = cp.jvm_opts()
+        cases = {
+            "plain_clojure": [java, *opts, "-cp", os.pathsep.join(clj), "clojure.main", "-e",
+                              "(println 1)"],
+            "py4j_jar": [java, *opts, "-cp", jar_cp, "clojure.main", str(prog)],
+            "jpype_jar": [python, str(driver), str(prog)],
+            "py4j_sources": [java, *opts, "-cp", src_cp, "clojure.main", str(prog)],
+        }
+        envs = {k: env for k in cases}
+        envs["jpype_jar"] = dict(env, STARTUP_CP=os.pathsep.join([jar, *clj]))
+        times: Dict[str, List[float]] = {k: [] for k in cases}
+        for _ in range(args.runs):
+            for k, cmd in cases.items():
+                times[k].append(_time(cmd, envs[k]))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    base = med["plain_clojure"]
+    out = {"runs": args.runs, "load": os.getloadavg()[0],
+           "median_s": med, "ratio_to_plain": {k: v / base for k, v in med.items()},
+           "all_s": times}
+    for k in cases:
+        print(f"{k:14s} median {med[k]:6.2f} s  ({med[k] / base:4.2f}x plain)  "
+              f"runs {' '.join(f'{t:.2f}' for t in times[k])}")
+    print(f"(load average {out['load']:.1f}; target: py4j_jar and jpype_jar <= 2x plain)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Cleaning up after a launcher that could not: ``SIGKILL``, a crash.
+
+``mxkv launch`` marks every process it starts with ``MXKV_LAUNCH_ID`` in
+its environment (Ray's processes and the workers inherit it; so do their
+children) and starts this watchdog in a session of its own, holding a pipe
+from the launcher. The launcher writes down each directory it creates; when
+the pipe closes, however the launcher ended, the watchdog SIGKILLs every
+process still carrying the mark, removes the directories and exits. After a
+clean end it finds nothing to do.
+
+Run as ``python -m mxkv.kvstore.dist.watchdog MARK`` (the launcher does).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from typing import List, Optional
+
+__all__ = ["MARK_VAR", "Watchdog"]
+
+#: The environment variable that marks a launcher's processes.
+MARK_VAR = "MXKV_LAUNCH_ID"
+
+
+class Watchdog:
+    """The launcher's side: marks this process's environment, starts the
+    watchdog process, tells it the directories to remove."""
+
+    def __init__(self) -> None:
+        self.mark = secrets.token_hex(16)
+        env = {k: v for k, v in os.environ.items() if k != MARK_VAR}
+        self.proc: Optional[subprocess.Popen] = subprocess.Popen(
+            [sys.executable, "-m", __name__, self.mark], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, env=env, start_new_session=True)
+        os.environ[MARK_VAR] = self.mark   # inherited by all that is started from now on
+
+    def remove_later(self, path: str) -> None:
+        """Have ``path`` removed if the launcher dies before it does."""
+        try:
+            self.proc.stdin.write(path.encode() + b"\n")  # type: ignore[union-attr]
+            self.proc.stdin.flush()  # type: ignore[union-attr]
+        except (OSError, AttributeError):
+            pass
+
+    def close(self, timeout: float = 10.0) -> None:
+        """The launcher is done: the watchdog sweeps (finding nothing) and exits."""
+        if os.environ.get(MARK_VAR) == self.mark:
+            del os.environ[MARK_VAR]
+        if self.proc is None:
+            return
+        try:
+            self.proc.stdin.close()  # type: ignore[union-attr]
+            self.proc.wait(timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+        self.proc = None
+
+
+def marked(mark: str) -> List[int]:
+    """The live processes whose environment carries ``MXKV_LAUNCH_ID=mark``."""
+    needle = f"{MARK_VAR}={mark}".encode()
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    out.append(int(name))
+        except OSError:
+            continue
+    return out
+
+
+def sweep(mark: str, paths: List[str], timeout: float = 10.0) -> None:
+    """SIGKILL the marked processes until none is left (or ``timeout`` s),
+    then remove ``paths``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pids = marked(mark)   # a zombie's environment reads empty: not counted
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.05)
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def main() -> None:
+    mark = sys.argv[1]
+    paths = [line.decode().rstrip("\n") for line in sys.stdin.buffer]   # until EOF
+    sweep(mark, [p for p in paths if p])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""The operators a Clojure training step calls (``expand_dims``, ``argmax``,
+``softmax``, ``slice_axis``, ``one_hot``, ``reshape``, ``cast``, ...) and
+the random draws, through the engine without a JVM, against results
+recorded from real MXNet 1.9.1 in tests/golden/clj_ops.json (see
+tools/golden_clj_ops.py). The Clojure forms of the same cases are replayed
+by clojure/test/org/apache/clojure_mxnet/ndarray_api_test.clj."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_bridge_facade import err, ok
+
+import mxkv as mx
+from mxkv.bridge import Arena, EngineFacade
+from mxkv.bridge.nd_shape_ops import infer_reshape
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "clj_ops.json").read_text())
+
+
+@pytest.fixture
+def facade(tmp_path):
+    f = EngineFacade(arena=Arena(str(tmp_path)))
+    yield f
+    f.close()
+
+
+def call(f, op, *args):
+    return f.call(op, json.dumps(list(args)))
+
+
+def test_the_golden_file_covers_every_new_operator():
+    ops = {c["op"] for c in GOLDEN["operators"]}
+    for name in ("expand_dims", "argmax", "softmax", "slice_axis", "one_hot", "reshape",
+                 "cast", "flatten", "Activation", "broadcast_add", "log_softmax", "mean"):
+        assert name in ops, name
+    assert GOLDEN["mxnet"] == "1.9.1"
+
+
+@pytest.mark.parametrize("case", GOLDEN["operators"], ids=lambda c: c["name"])
+def test_operator_matches_mxnet(facade, case):
+    hs = [facade.put(mx.nd.array(np.array(i["values"]).reshape(i["shape"]), dtype=i["dtype"]))
+          for i in case["inputs"]]
+    answer = call(facade, "nd.invoke", case["op"], hs, [], case["named"])
+    want = case["mxnet"]
+    if "error" in want:
+        assert err(answer)["type"] == "mxnet-error", answer
+        return
+    meta = ok(answer)
+    assert meta[1] == want["shape"] and meta[2] == want["dtype"]
+    np.testing.assert_allclose(facade.get(meta[0]).asnumpy().ravel().astype(np.float64),
+                               want["values"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", GOLDEN["random"], ids=lambda c: c["name"])
+def test_random_draw_has_mxnets_shape_dtype_and_range(facade, case):
+    kind = case["op"][len("random_"):]
+    meta = ok(call(facade, "random.invoke", case["op"], [], case["named"]))
+    want = case["mxnet"]
+    assert meta[1] == want["shape"] and meta[2] == want["dtype"]
+    v = facade.get(meta[0]).asnumpy()
+    if "range" in want:
+        lo, hi = want["range"]
+        assert v.min() >= lo and v.max() < hi, kind
+    assert len(np.unique(v)) > 1, "a draw of equal numbers"
+
+
+def test_a_seed_repeats_the_draw_and_matches_mx_random(facade):
+    ok(call(facade, "random.seed", 42))
+    a = ok(call(facade, "random.draw", "uniform", [-1, 1], [3, 4], "cpu", 0, "float32", None))
+    mx.random.seed(42)
+    b = mx.random.uniform(-1, 1, shape=(3, 4))
+    np.testing.assert_array_equal(facade.get(a[0]).asnumpy(), b.asnumpy())
+    ok(call(facade, "random.seed", 42))
+    c = ok(call(facade, "random.invoke", "random_uniform", [-1, 1, "(3, 4)"], None))
+    np.testing.assert_array_equal(facade.get(c[0]).asnumpy(), b.asnumpy())
+
+
+def test_random_draw_writes_into_out(facade):
+    out = facade.put(mx.nd.zeros((2, 5)))
+    meta = ok(call(facade, "random.draw", "normal", [3, 0.1], [2, 5], "cpu", 0, "float32",
+                   out))
+    assert meta[0] == out
+    v = facade.get(out).asnumpy()
+    assert abs(v.mean() - 3) < 0.2 and v.std() > 0
+
+
+def test_random_refuses_bad_parameters(facade):
+    e = err(call(facade, "random.draw", "uniform", [2, 1], [2], "cpu", 0, "float32", None))
+    assert "low (2) must not exceed high (1)" in e["message"]
+    e = err(call(facade, "random.draw", "normal", [0, -1], [2], "cpu", 0, "float32", None))
+    assert "scale must be positive, got -1" in e["message"]
+    e = err(call(facade, "random.invoke", "random_cauchy", [], None))
+    assert "unknown random operator 'random_cauchy'" in e["message"]
+    e = err(call(facade, "random.invoke", "random_uniform", [], {"lo": 1}))
+    assert "random_uniform has no parameter 'lo'" in e["message"]
+    e = err(call(facade, "random.invoke", "random_uniform", [0, 1, "(2,x)"], None))
+    assert "shape" in e["message"] and "(2,x)" in e["message"]
+
+
+def test_reshape_special_dimensions():
+    assert infer_reshape((2, 3, 4), (-4, 1, 2, -2)) == (1, 2, 3, 4)
+    assert infer_reshape((10, 5, 4), (-1, 0), reverse=True) == (50, 4)
+    assert infer_reshape((2, 3, 4), (-3, -2)) == (6, 4)
+    with pytest.raises(mx.MXNetError, match=r"cannot infer the -1 of \(5, -1\)"):
+        infer_reshape((2, 3, 4), (5, -1))
+    with pytest.raises(mx.MXNetError, match="more than one -1"):
+        infer_reshape((2, 3, 4), (-1, -1))
+    with pytest.raises(mx.MXNetError, match=r"-4 splits dimension 2 into 3 x 1"):
+        infer_reshape((2, 3), (-4, 3, 1, 0))
