@@ -162,6 +162,8 @@ def _ray_dir(tree):
 
 def _assert_nothing_left(launch, checkpoint_dir):
     ray_dir = _ray_dir(launch.tree)
+    job = os.path.basename(checkpoint_dir).rsplit("-", 1)[0][len("mxkv-"):]
+    data_dir = f"/dev/shm/mxkv-{job}-data"   # the same-host data path's segments
     assert ray_dir and checkpoint_dir.startswith("/dev/shm/mxkv-job-"), (launch.tree,
                                                                              checkpoint_dir)
     names = {pid: args for pid, args in launch.tree}
@@ -170,13 +172,14 @@ def _assert_nothing_left(launch, checkpoint_dir):
     while True:
         alive = {p: a for p, a in names.items()
                  if p in (now := _ps()) and now[p][2] == a and not now[p][1].startswith("Z")}
-        gone = not alive and not os.path.exists(ray_dir) and not os.path.exists(checkpoint_dir)
+        gone = not alive and not any(map(os.path.exists, (ray_dir, checkpoint_dir, data_dir)))
         if gone or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     assert not alive, f"left running: {alive}"
     assert not os.path.exists(ray_dir), os.listdir(ray_dir)
     assert not os.path.exists(checkpoint_dir), os.listdir(checkpoint_dir)
+    assert not os.path.exists(data_dir), os.listdir(data_dir)
 
 
 def test_a_frozen_worker_ends_the_job_naming_it_and_leaves_nothing(launcher):

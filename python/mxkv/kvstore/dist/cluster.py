@@ -18,7 +18,8 @@ resource, nothing a worker needs. Ray's ``SPREAD`` scheduling strategy does
 not spread actors that reserve nothing (shards landed 2/0, 1/1 or 0/2 on two
 nodes), nor did a soft node affinity (tried: it spilled); a placement group
 does, and Ray moves a bundle to another node when its node dies, so a
-restarted shard comes back there.
+restarted shard comes back there. The coordinator, which is not restarted,
+stays on the node of the process that creates the job (the launcher's).
 """
 from __future__ import annotations
 
@@ -187,8 +188,10 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
         :meth:`Job.close`. For shards that may restart on another host,
         give a directory every host shares.
     shard_options : dict, optional
-        Extra Ray actor options for the shards (a scheduling strategy given
-        here replaces ``placement``'s).
+        Extra Ray actor options for the shards; with a scheduling strategy or
+        custom resources among them the caller places the shards, and
+        ``placement`` is not used (a placement group's bundles hold no
+        custom resources).
     placement : {'spread', 'pack'}
         Shards as evenly over the cluster's nodes as Ray can, or on as few
         as it can (see :func:`placement_options`).
@@ -209,15 +212,25 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
     os.makedirs(checkpoint_dir, exist_ok=True)
     rounds = env("MXKV_CHECKPOINT_ROUNDS", 4, int, minimum=1)
     restarts = env("MXKV_SHARD_MAX_RESTARTS", -1, int, minimum=-1)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    # the coordinator (not restarted: the job ends with it) stays on this node
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     coord_cls = ray.remote(Coordinator)
     coordinator = coord_cls.options(name=coordinator_name(name), namespace=NAMESPACE,
-                                    num_cpus=0, max_concurrency=1000).remote(
+                                    num_cpus=0, max_concurrency=1000,
+                                    scheduling_strategy=here).remote(
         name, num_workers, num_servers, timeouts.heartbeat, timeouts.dead)
     start = max(timeouts.fail, START_TIMEOUT)
     ray.get(coordinator.info.remote(), timeout=start)
     shard_cls = ray.remote(ServerShard)
     opts = dict(num_cpus=0, max_restarts=restarts, max_task_retries=0, max_concurrency=1000)
-    group, places = placement_options(num_servers, placement, start)
+    groups: List[Any] = []
+    if {"scheduling_strategy", "resources"} & set(shard_options or {}):
+        places: List[dict] = [{}] * num_servers   # the caller places them
+    else:
+        group, places = placement_options(num_servers, placement, start)
+        groups.append(group)
     shards = [shard_cls.options(name=shard_name(name, i), namespace=NAMESPACE,
                                 **{**opts, **places[i], **(shard_options or {})}).remote(
         name, i, num_workers, checkpoint_dir, rounds, timeouts.heartbeat)
@@ -226,4 +239,4 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
     ray.get(coordinator.set_shards.remote(shards), timeout=start)
     return Job(name=name, address=address, num_workers=num_workers, num_servers=num_servers,
                checkpoint_dir=checkpoint_dir, coordinator=coordinator, shards=shards, p3=p3,
-               timeouts=timeouts, owns_checkpoints=owns, placement=placement, groups=[group])
+               timeouts=timeouts, owns_checkpoints=owns, placement=placement, groups=groups)
