@@ -164,19 +164,23 @@ def _assert_nothing_left(launch, checkpoint_dir):
     ray_dir = _ray_dir(launch.tree)
     assert ray_dir and checkpoint_dir.startswith("/dev/shm/mxkv-job-"), (launch.tree,
                                                                              checkpoint_dir)
+    # the same-host path's segments: /dev/shm/mxkv-<job>-data beside mxkv-<job>-XXXXXXXX
+    data_dir = checkpoint_dir.rsplit("-", 1)[0] + "-data"
     names = {pid: args for pid, args in launch.tree}
     assert any("raylet" in a for a in names.values()), names   # the tree did hold Ray
     deadline = time.monotonic() + 30   # allow for a slow ps (and the watchdog, after SIGKILL)
     while True:
         alive = {p: a for p, a in names.items()
                  if p in (now := _ps()) and now[p][2] == a and not now[p][1].startswith("Z")}
-        gone = not alive and not os.path.exists(ray_dir) and not os.path.exists(checkpoint_dir)
+        gone = not alive and not os.path.exists(ray_dir) and not os.path.exists(checkpoint_dir) \
+            and not os.path.exists(data_dir)
         if gone or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     assert not alive, f"left running: {alive}"
     assert not os.path.exists(ray_dir), os.listdir(ray_dir)
     assert not os.path.exists(checkpoint_dir), os.listdir(checkpoint_dir)
+    assert not os.path.exists(data_dir), os.listdir(data_dir)
 
 
 def test_a_frozen_worker_ends_the_job_naming_it_and_leaves_nothing(launcher):

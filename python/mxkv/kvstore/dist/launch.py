@@ -53,6 +53,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .local_cluster import LocalCluster
 from .processes import LocalProcess, RayProcess, become_subreaper, kill_descendants
+from .shm import data_dir
 from .supervisor import Interrupted, Supervisor
 from .watchdog import Watchdog
 
@@ -190,6 +191,9 @@ def run(args: argparse.Namespace) -> int:
                          placement=args.shard_placement)
         if job.owns_checkpoints:
             remove_at_end(job.checkpoint_dir)
+        # the same-host path's segments (shm.py): removed after every process is gone,
+        # since a shard or worker still running could make the directory again
+        remove_at_end(data_dir(job.name))
         _start_processes(args, job, sup, call_timeout_ms)
         _say_where(job, sup)
         code = sup.watch(job)
