@@ -108,10 +108,12 @@ def test_a_shard_whose_node_dies_restores_its_keys_on_the_other_node(tmp_path, m
         ray.init(address=cluster.address, namespace="mxkv", log_to_driver=False,
                  configure_logging=False)
         head_id = ray.get_runtime_context().get_node_id()
-        # The shard needs HOME: it starts on the node about to die. The
+        # The shard needs HOME (and leaves the job's placement group, whose
+        # bundle has none): it starts on the node about to die. The
         # coordinator and the worker stay on the head node.
         job = create_job(1, 1, timeouts=FAST, checkpoint_dir=ckpt,
-                         shard_options={"resources": {HOME: 0.01}})
+                         shard_options={"resources": {HOME: 0.01},
+                                        "scheduling_strategy": "DEFAULT"})
         try:
             ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
             worker = ray.remote(Worker).options(

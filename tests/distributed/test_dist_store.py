@@ -199,23 +199,34 @@ def p3_order(kv, mx):
     return [float(o.asnumpy().min()) for o in outs], errors, sent
 
 
-def p3_overtake(kv, mx, flag):
+def p3_overtake(kv, mx, flag, look):
     """Rank 0 fills its window with a push the shard must hold (round 2 of
     'b' before rank 1 has pushed round 1), queues six low-priority pushes,
-    then one high-priority push; then rank 1 releases 'b'."""
+    then one high-priority push, looks (up to ``look`` s) which of them
+    reached the shard, then lets rank 1 release 'b'."""
     import os
     import time
+
+    import ray
 
     lows = [f"l{i}" for i in range(6)]
     keys = ["b"] + lows + ["h"]
     kv.init(keys, [mx.nd.zeros((1000,)) for _ in keys])
     one = mx.nd.ones((1000,))
+    early = None
     if kv.rank == 0:
         kv.push("b", one, priority=0)      # round 1: pending until rank 1 pushes
         kv.push("b", one, priority=10)     # round 2: the shard holds it
         for k in lows:
             kv.push(k, one, priority=-1)
         kv.push("h", one, priority=5)      # pushed last
+        deadline = time.monotonic() + look
+        while True:
+            early = sorted({str(n).split("#")[0] for r, n in
+                            ray.get(kv._chan.shards[0].stats.remote())["arrivals"] if r == 0})
+            if len(early) == 8 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         open(flag, "w").close()
     else:
         deadline = time.monotonic() + 120
@@ -227,7 +238,7 @@ def p3_overtake(kv, mx, flag):
         kv.push(keys, [one] * len(keys))
     outs = [mx.nd.zeros((1000,)) for _ in keys]
     kv.pull(keys, out=outs)
-    return [float(o.asnumpy().min()) for o in outs]
+    return [float(o.asnumpy().min()) for o in outs], early
 
 
 # ---------------------------------------------------------------- tests
@@ -452,18 +463,24 @@ def test_a_p3_push_of_high_priority_overtakes_queued_ones_at_the_shard(jobs, tmp
     import ray
 
     job = jobs.job(2, 1, p3=True)
-    results = jobs.run(job, p3_overtake, str(tmp_path / "queued"),
-                       env={"MXKV_P3_WINDOW_BYTES": window})
-    assert results == [[2.0] * 8, [2.0] * 8]
+    held = window == "4000"
+    (values, early), (values1, _) = jobs.run(job, p3_overtake, str(tmp_path / "queued"),
+                                            1.0 if held else 60.0,
+                                            env={"MXKV_P3_WINDOW_BYTES": window})
+    assert values == values1 == [2.0] * 8
     arrived = [str(n).split("#")[0] for rank, n in
                ray.get(job.shards[0].stats.remote())["arrivals"] if rank == 0]
-    if window == "4000":
-        # one push (4000 bytes) in flight at a time: 'h' leaves as soon as 'b' is answered
-        assert arrived == ["b", "b", "h"] + [f"l{i}" for i in range(6)], arrived
+    lows = [f"l{i}" for i in range(6)]
+    if held:
+        # one push (4000 bytes) in flight at a time: the six low-priority pushes
+        # waited while 'b' was held, and 'h' left first once 'b' was answered
+        assert early == ["b"], early
+        assert arrived == ["b", "b", "h"] + lows, arrived
     else:
-        # no window: every push is on its way at once, and 'h' reaches the shard
-        # after the six it was meant to overtake
-        assert arrived.index("h") > max(arrived.index(f"l{i}") for i in range(6)), arrived
+        # no window: every push was on its way at once, and the six reached the
+        # shard while 'b' was held, before 'h' could overtake them
+        assert early == ["b", "h"] + lows, early
+        assert arrived[-1] == "b", arrived
 
 
 def test_p3_refuses_async(jobs):
