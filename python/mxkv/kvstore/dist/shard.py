@@ -434,8 +434,11 @@ class ServerShard:
         ref = self._snapshots.get(key)
         if ref is None and shm:
             arrays = as_arrays([_export(self.kv._stored(n, "pull")) for n in names])
-            if arrays is not None:
-                ref = self.publisher.publish(names, arrays)
+            try:
+                ref = self.publisher.publish(names, arrays) if arrays is not None else None
+            except OSError:   # the job's directory is gone (it is ending)
+                ref = None
+            if ref is not None:
                 self._snapshots[key] = ref
             else:
                 key = key[:2] + (False,)

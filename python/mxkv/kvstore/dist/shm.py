@@ -180,6 +180,9 @@ class PushPool:
     def __init__(self, directory: str, prefix: str) -> None:
         self.directory = directory
         self.prefix = prefix
+        # made once: a directory removed at the job's end is not made again
+        # by a process still finishing (segments then fail with OSError)
+        os.makedirs(directory, mode=0o700, exist_ok=True)
         self._free: List[Segment] = []
         self._all: List[Segment] = []
         self._lock = threading.Lock()
@@ -207,7 +210,6 @@ class PushPool:
                 seg = min(fits, key=lambda s: s.size)
                 self._free.remove(seg)
                 return seg
-            os.makedirs(self.directory, mode=0o700, exist_ok=True)
             path = os.path.join(self.directory, f"{self.prefix}-{len(self._all)}")
             seg = Segment(path, max(size, HEADER), create=True)
             self._all.append(seg)
@@ -290,6 +292,7 @@ class Publisher:
         self.directory = directory
         self.prefix = prefix
         self.max_bytes = max_bytes
+        os.makedirs(directory, mode=0o700, exist_ok=True)   # once (see PushPool)
         self._rings: "collections.OrderedDict[Any, list]" = collections.OrderedDict()
         self._bytes = 0
         self._count = 0
@@ -316,7 +319,6 @@ class Publisher:
         return ShmBatch(seg.path, self._gen, parts)
 
     def _new(self, size: int) -> Segment:
-        os.makedirs(self.directory, mode=0o700, exist_ok=True)
         self._count += 1
         path = os.path.join(self.directory, f"{self.prefix}-{self._count}")
         self._bytes += size

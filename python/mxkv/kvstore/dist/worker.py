@@ -175,6 +175,14 @@ class DistKVStore(KVStore):
                 data_dir(self._job.job), f"w{self._rank}-{os.getpid()}-s{shard}")
         return pool
 
+    def _pack(self, shard: int, arrays: list):
+        """(batch, release) in a push segment, or None when no segment can be
+        made (the job's directory is gone: it is ending): the object store then."""
+        try:
+            return self._pool(shard).pack(arrays)
+        except OSError:
+            return None
+
     def _relocate(self, msg: Message) -> None:
         """A kept push whose shard moved to another node: into the object store."""
         if isinstance(msg.ref, ShmBatch) and not self._fast(msg.shard):
@@ -257,8 +265,9 @@ class DistKVStore(KVStore):
         if self._rank == 0:
             for shard, (items, payloads) in groups.items():
                 arrays = as_arrays(payloads) if self._fast(shard) else None
-                if arrays is not None:
-                    batch, release = self._pool(shard).pack(arrays)
+                batch = self._pack(shard, arrays) if arrays is not None else None
+                if batch is not None:
+                    batch, release = batch
                     msg = Message("init", shard, items, batch, release=release)
                 else:
                     msg = Message("init", shard, items, self._ray.put(payloads))
@@ -305,8 +314,9 @@ class DistKVStore(KVStore):
                 entries.append((part, seq, payload))
         for shard, (items, payloads) in self._by_shard(entries).items():
             arrays = as_arrays(payloads) if self._fast(shard) else None
-            if arrays is not None:
-                batch, release = self._pool(shard).pack(arrays)
+            batch = self._pack(shard, arrays) if arrays is not None else None
+            if batch is not None:
+                batch, release = batch
                 msg = Message("push", shard, items, batch, release=release)
             else:
                 msg = Message("push", shard, items, self._ray.put(payloads))
