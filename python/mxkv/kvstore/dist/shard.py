@@ -27,7 +27,6 @@ import asyncio
 import collections
 import os
 import pickle
-import time
 import uuid
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -118,8 +117,8 @@ class ServerShard:
         Seconds between heartbeats to the coordinator.
     """
 
-    def __init__(self, job: str, index: int, num_workers: int, checkpoint_dir: str, checkpoint_rounds: int = 4,
-                 heartbeat: float = 1.0) -> None:
+    def __init__(self, job: str, index: int, num_workers: int, checkpoint_dir: str,
+                 checkpoint_rounds: int = 4, heartbeat: float = 1.0) -> None:
         self.ray = import_ray()
         self.job = job
         self.index = int(index)

@@ -460,7 +460,7 @@ class DistKVStore(KVStore):
             self._sender.flush()
         self._chan.reap()
         entries = []
-        for k, o, ids in plan:
+        for k, _o, ids in plan:
             seq = self._seq[k]
             for part in self._plan(k, self._data[k]):
                 lo, hi = np.searchsorted(ids, [part.lo, part.hi])
@@ -475,7 +475,7 @@ class DistKVStore(KVStore):
         for (shard, (items, _)), res in zip(groups.items(), results):
             for (name, _), rows in zip(items, res):
                 got[(shard, name)] = rows
-        for k, o, ids in plan:
+        for k, o, _ids in plan:
             parts = self._plans[k]
             datas, idxs = [], []
             for p in parts:
