@@ -1,9 +1,17 @@
-"""One worker of the distributed benchmark: push + pull of ResNet-50's
-parameter set per iteration, on MXNet's or mxkv's ``dist_sync``.
+"""One worker of the distributed benchmark, on MXNet's or mxkv's ``dist_sync``.
 
 Started by a launcher (MXNet's ``tools/launch.py`` or ``mxkv launch``), W
-times; rank 0 writes the per-iteration times to ``--out`` as JSON. The
-first iteration is checked: every value must be the number of workers
+times. ``--workload``:
+
+* ``resnet50`` (default): push + pull of ResNet-50's parameter set per
+  iteration; rank 0 writes the per-iteration times to ``--out``.
+* ``init120``: 120 keys of 4 MB (1,048,576 float32) initialized one at a
+  time; rank 0 writes each ``init``'s time.
+* ``bigkey``: one key of 512 MB (134,217,728 float32): the ``init`` time,
+  then push + pull iterations; every rank writes its peak resident memory
+  (``ru_maxrss``) to ``--out`` (rank 0) or ``--out.rank<R>``.
+
+The first iteration is checked: every value must be the number of workers
 (each pushes ones), so a fast wrong answer fails the run.
 
     python dist_worker.py --module mxkv --iters 20 --warmup 3 --out times.json
@@ -14,6 +22,7 @@ import argparse
 import importlib
 import json
 import os
+import resource
 import sys
 import time
 
@@ -28,8 +37,13 @@ def main() -> int:
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--out", required=True)
+    p.add_argument("--workload", choices=["resnet50", "init120", "bigkey"], default="resnet50")
     a = p.parse_args()
     mx = importlib.import_module(a.module)
+    if a.workload == "init120":
+        return init120(mx, a)
+    if a.workload == "bigkey":
+        return bigkey(mx, a)
     shapes = [s for _, s in resnet50_param_shapes()]
     keys = list(range(len(shapes)))
     kv = mx.kv.create(a.kind)
@@ -63,6 +77,55 @@ def main() -> int:
         with open(a.out, "w") as f:
             json.dump({"module": a.module, "workers": kv.num_workers, "times_s": times,
                        "setup_s": setup}, f)
+    return 0
+
+
+def init120(mx, a) -> int:
+    kv = mx.kv.create(a.kind)
+    times = []
+    for k in range(120):
+        v = mx.nd.zeros((1024 * 1024,))
+        t = time.perf_counter()
+        kv.init(k, v)
+        mx.nd.waitall()
+        times.append(time.perf_counter() - t)
+    kv._barrier()
+    if kv.rank == 0:
+        with open(a.out, "w") as f:
+            json.dump({"module": a.module, "init_s": times, "times_s": times}, f)
+    return 0
+
+
+def bigkey(mx, a) -> int:
+    n = 128 * 1024 * 1024   # 512 MB of float32
+    kv = mx.kv.create(a.kind)
+    value = mx.nd.zeros((n,))
+    mx.nd.waitall()
+    t = time.perf_counter()
+    kv.init(0, value)
+    kv._barrier()
+    init_s = time.perf_counter() - t
+    del value
+    grad, out = mx.nd.ones((n,)), mx.nd.zeros((n,))
+    times = []
+    for i in range(a.warmup + a.iters):
+        t = time.perf_counter()
+        kv.push(0, grad)
+        kv.pull(0, out=out)
+        mx.nd.waitall()
+        dt = time.perf_counter() - t
+        if i == 0:
+            got = out.asnumpy()[:: n // 7]
+            if not (got == kv.num_workers).all():
+                raise SystemExit(f"wrong result: expected {kv.num_workers}, got {got[:4]}")
+        if i >= a.warmup:
+            times.append(dt)
+    kv._barrier()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    path = a.out if kv.rank == 0 else f"{a.out}.rank{kv.rank}"
+    with open(path, "w") as f:
+        json.dump({"module": a.module, "init_s": init_s, "times_s": times,
+                   "peak_rss_bytes": rss, "rank": kv.rank}, f)
     return 0
 
 

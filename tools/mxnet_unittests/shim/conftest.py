@@ -1,8 +1,7 @@
 """Make ``import mxnet`` give mxkv, for MXNet's own unit tests run against mxkv.
 
 ``mxnet`` and the submodules those tests import become thin aliases of
-mxkv's modules, with nothing added to mxkv's own names except csr storage (placeholders
-that raise). Parts of MXNet that mxkv does
+mxkv's modules, with nothing added to mxkv's own names. Parts of MXNet that mxkv does
 not claim (symbols, autograd, gluon, runtime features, io, contrib)
 are modules whose attributes raise :class:`NotClaimed`, so a test reaching
 for one fails with a message saying so. ``nose.tools`` maps onto pytest.
@@ -49,19 +48,12 @@ def _install() -> None:
     from mxkv.ndarray import ndarray as nd_ndarray
     from mxkv.ndarray import sparse as nd_sparse
 
-    class CSRNDArray(mxkv.nd.NDArray):
-        """Placeholder: mxkv has no csr storage."""
-
-        def __init__(self, *a, **k):
-            raise NotClaimed("csr storage is not part of mxkv")
-
     mods = {}
     for sub in ("autograd", "gluon", "runtime", "symbol", "sym", "io", "module",
                 "metric", "initializer", "contrib", "numpy", "np", "npx"):
         mods[f"mxnet.{sub}"] = _Unclaimed(f"mxnet.{sub}")
     mods["mxnet.base"] = mxkv.base
-    mods["mxnet.ndarray.sparse"] = _Alias("mxnet.ndarray.sparse", nd_sparse,
-                                          CSRNDArray=CSRNDArray, csr_matrix=_refuse_csr)
+    mods["mxnet.ndarray.sparse"] = nd_sparse
     mods["mxnet.ndarray.ndarray"] = nd_ndarray
     mods["mxnet.ndarray"] = _Alias("mxnet.ndarray", mxkv.ndarray,
                                    sparse=mods["mxnet.ndarray.sparse"],
@@ -86,10 +78,6 @@ def _install() -> None:
     nose.tools = nose_tools
     sys.modules["nose"] = nose
     sys.modules["nose.tools"] = nose_tools
-
-
-def _refuse_csr(*args, **kwargs):
-    raise NotClaimed("csr storage is not part of mxkv")
 
 
 # MXNet 1.9's tests were written for numpy 1.x; mxkv runs on numpy 2, which

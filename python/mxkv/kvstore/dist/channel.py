@@ -43,6 +43,9 @@ class Message:
     items: List[Tuple[Any, Any]]
     ref: Any
     names: List[Any] = field(default_factory=list)
+    #: called once when the message is no longer kept (hands a shared
+    #: segment back to its pool, :mod:`.shm`)
+    release: Optional[Callable[[], None]] = None
 
 
 class Call:
@@ -86,6 +89,11 @@ class Channel:
         self.describe = describe
         self.shards = [self._lookup(i) for i in range(num_shards)]
         self.incarnation: List[str] = [""] * num_shards
+        #: the Ray node of each shard (for the same-host path, :mod:`.shm`)
+        self.nodes: List[Optional[str]] = [None] * num_shards
+        #: ``relocate(msg)``: makes a kept message's payload reachable from
+        #: another node (set by the worker; called when a shard moved)
+        self.relocate: Optional[Callable[[Message], None]] = None
         self.kept: List[List[Message]] = [[] for _ in range(num_shards)]
         self.durable: Dict[Any, int] = {}
         self.inflight: List[Tuple[Any, Message]] = []
@@ -95,6 +103,7 @@ class Channel:
                               timeout=self.timeouts.fail)
         for i, h in enumerate(hellos):
             self.incarnation[i] = h["incarnation"]
+            self.nodes[i] = h.get("node")
 
     def _lookup(self, index: int) -> Any:
         deadline = time.monotonic() + self.timeouts.fail
@@ -167,9 +176,20 @@ class Channel:
             for m in self.kept[shard]:
                 if all(self.durable.get(n, -1) >= (0 if m.kind == "init" else s)
                        for n, s in m.items):
+                    if m.release is not None:
+                        m.release()
                     continue
                 keep.append(m)
             self.kept[shard] = keep
+
+    def forget_all(self) -> None:
+        """Drop every kept message (the job is over for this worker)."""
+        with self.lock:
+            for kept in self.kept:
+                for m in kept:
+                    if m.release is not None:
+                        m.release()
+            self.kept = [[] for _ in self.kept]
 
     # ------------------------------------------------------------ calls
     def call(self, calls: List[Call], what: str) -> List[Any]:
@@ -291,6 +311,11 @@ class Channel:
                         self.rank, len(self.kept[index]))
             with self.lock:
                 self.incarnation[index] = info["incarnation"]
+                moved = info.get("node") != self.nodes[index]
+                self.nodes[index] = info.get("node")
+                if moved and self.relocate is not None:
+                    for m in self.kept[index]:
+                        self.relocate(m)
                 msgs = sorted(self.kept[index], key=lambda m: m.kind != "init")
                 for m in msgs:
                     ref = self._submit_message(m, m.kind, ())

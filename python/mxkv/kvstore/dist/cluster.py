@@ -33,6 +33,7 @@ from ...base import env
 from .coordinator import Coordinator
 from .job import NAMESPACE, JobEnv, Timeouts, coordinator_name, import_ray, shard_name
 from .shard import ServerShard
+from .shm import data_dir
 
 __all__ = ["Job", "create_job", "placement_options", "actor_node", "PLACEMENTS"]
 
@@ -105,6 +106,8 @@ class Job:
             self.groups = []
         if self.owns_checkpoints:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+        # the same-host data path's segments (shm.py), this host's
+        shutil.rmtree(data_dir(self.name), ignore_errors=True)
 
 
 def placement_options(count: int, placement: str = "spread",

@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...base import MXNetError
+from ...base import MXNetError, env
 from ...context import cpu
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
@@ -44,6 +44,7 @@ from ..local import KVStore
 from .checkpoint import CheckpointLog, checkpoint_path, copy_state
 from .job import NAMESPACE, coordinator_name, import_ray
 from .rounds import RoundBook
+from .shm import Publisher, Reader, ShmBatch, as_arrays, data_dir, node_id, remove_stale
 
 __all__ = ["ServerShard", "ShardRestarted", "CMD_OPTIMIZER", "CMD_UPDATER",
            "CMD_LOAD_STATES", "CMD_COMPRESSION", "CMD_SYNC_MODE"]
@@ -151,6 +152,16 @@ class ServerShard:
         self.restored = self._restore()
         self.coordinator = self.ray.get_actor(coordinator_name(job), namespace=NAMESPACE)
         self._joined: Optional[asyncio.Task] = None
+        # the same-host data path (shm.py): workers' push segments, our pull segments
+        self.node = node_id(self.ray)
+        self.data_dir = data_dir(job)
+        remove_stale(self.data_dir, f"shard{self.index}-")   # an earlier incarnation's
+        self.reader = Reader()
+        self.keep_bytes = env("MXKV_KEEP_BYTES", 512 << 20, int, minimum=1)
+        self._pushed = 0
+        self._keep_done: Optional[asyncio.Future] = None
+        self.publisher = Publisher(self.data_dir, f"shard{self.index}-{self.incarnation[:8]}",
+                                   env("MXKV_SHM_PUBLISH_BYTES", 4 << 30, int, minimum=1))
 
     # ------------------------------------------------------------ state
     def _restore(self) -> bool:
@@ -314,7 +325,7 @@ class ServerShard:
     async def hello(self, names: Sequence[Any] = ()) -> dict:
         """The incarnation, process and restored rounds (for resyncing)."""
         await self._check(None, names)
-        return {"incarnation": self.incarnation, "pid": os.getpid(),
+        return {"incarnation": self.incarnation, "pid": os.getpid(), "node": self.node,
                 "restored": self.restored, "rounds": self._rounds_of(names)}
 
     async def init(self, incarnation: str, items: Sequence[Tuple[Any, Tuple[int, ...]]],
@@ -322,6 +333,8 @@ class ServerShard:
         """Store the initial values of parts (rank 0's); known parts are kept."""
         names = [n for n, _ in items]
         await self._check(incarnation, names)
+        if isinstance(payloads, ShmBatch):   # (init copies what it stores)
+            payloads = self.reader.views(payloads)
         fresh = [(n, s, p) for (n, s), p in zip(items, payloads) if not self.book.has(n)]
         if fresh:
             for name, shape, payload in fresh:
@@ -337,6 +350,7 @@ class ServerShard:
                 self.kv.init(name, _to_nd(payload, tuple(shape), None))
             await self.book.changed()
             # the answer says they are durable, so rank 0 lets go of the payload now
+            # (its segment, on the same-host path: the log was written from it)
             await self._wait_durable(durable)
         return [self.durable.get(n, -1) for n in names]
 
@@ -351,6 +365,11 @@ class ServerShard:
         parts' durable rounds (pushes up to them need not be kept)."""
         names = [n for n, _ in items]
         await self._check(incarnation, names)
+        from_shm = isinstance(payloads, ShmBatch)
+        if from_shm:
+            # read-only views of the worker's segment: it is not reused until
+            # this push is durable, so the views may wait in a pending round
+            payloads = self.reader.views(payloads)
         if not self.book.ready_to_accept(rank, items):
             await self.book.wait(lambda: self.book.ready_to_accept(rank, items))
             await self._check(incarnation, names)
@@ -370,33 +389,70 @@ class ServerShard:
             elif what == "complete":
                 vals = [_to_nd(p, self.shapes[name], self.gc)
                         for p in self.book.contributions(name)]
+                if from_shm and len(vals) == 1 and self.kv._updater is None:
+                    # the store would keep this buffer by reference, and the
+                    # worker reuses it once durable: store a copy
+                    vals = [NDArray(np.array(vals[0]._array), vals[0].context)]
                 self.kv.push(name, vals)
                 self.book.complete(name)
                 self._mark_update(name)
                 changed = True
+        self._pushed += sum(p.nbytes for p in payloads if isinstance(p, np.ndarray))
         if changed:
-            self._changed()
+            if self._pushed >= self.keep_bytes:
+                # the workers keep every push until a checkpoint covers it:
+                # past MXKV_KEEP_BYTES of them, checkpoint now (a big key's
+                # pushes are not kept round after round)
+                self._pushed = 0
+                self._since_ckpt += 1
+                if self._keep_done is None:
+                    self._keep_done = self._durable_future()
+                else:
+                    self._checkpoint()
+            else:
+                self._changed()
             await self.book.changed()
         return [self.durable.get(n, -1) for n in names]
 
-    async def pull(self, incarnation: str, rank: int, items: Sequence[Tuple[Any, int]]):
+    async def pull(self, incarnation: str, rank: int, items: Sequence[Tuple[Any, int]],
+                   shm: bool = False):
         """Wait until the (part, seq) pairs are served, then answer with an
-        object-store reference to their values (a list, in item order)."""
+        object-store reference to their values (a list, in item order), or
+        with ``shm`` (a worker on this node) a :class:`~.shm.ShmBatch`
+        where they lie when they are all dense."""
         names = tuple(n for n, _ in items)
         await self._check(incarnation, names)
         if not self.book.pull_ready(rank, items):
             await self.book.wait(lambda: self.book.pull_ready(rank, items))
             await self._check(incarnation, names)
-        key = (names, tuple(self.book.rounds[n] for n in names))
+        if shm and self._due and any(n in self._dirty and n not in self._fresh for n in names):
+            # a checkpoint is due and this pull publishes changed parts: publish
+            # through the object store (immutable), so the checkpoint is
+            # written from there instead of from a copy of the values
+            shm = False
+        key = (names, tuple(self.book.rounds[n] for n in names), shm)
         ref = self._snapshots.get(key)
+        if ref is None and shm:
+            arrays = as_arrays([_export(self.kv._stored(n, "pull")) for n in names])
+            if arrays is not None:
+                ref = self.publisher.publish(names, arrays)
+                self._snapshots[key] = ref
+            else:
+                key = key[:2] + (False,)
+                ref = self._snapshots.get(key)
         if ref is None:
             # ray.put copies now, in this coroutine: no later update can reach it
             ref = self.ray.put([_export(self.kv._stored(n, "pull")) for n in names])
             self._snapshots[key] = ref
-            while len(self._snapshots) > 2:  # workers ask for the same round together
-                self._snapshots.popitem(last=False)
             if self._due and any(n in self._dirty and n not in self._fresh for n in names):
                 await self._publish_fresh(names, ref)
+        while len(self._snapshots) > 4:  # workers ask for the same round together
+            self._snapshots.popitem(last=False)
+        if self._keep_done is not None:
+            # a checkpoint forced by MXKV_KEEP_BYTES: answer once it is written,
+            # so the workers learn now that they may reuse this round's pushes
+            done, self._keep_done = self._keep_done, None
+            await self._wait_durable(done)
         return [ref, [self.durable.get(n, -1) for n in names]]
 
     async def row_sparse_pull(self, incarnation: str, rank: int,

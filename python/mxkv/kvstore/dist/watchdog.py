@@ -5,10 +5,10 @@ its environment (Ray's processes and the workers inherit it; so do their
 children) and starts this watchdog in a session of its own, holding a pipe
 from the launcher. The launcher writes down each directory it creates; when
 the pipe closes, however the launcher ended, the watchdog SIGKILLs every
-process still carrying the mark, removes the directories and exits. After a
-clean end it finds nothing to do.
+process still carrying the mark or holding a file in those directories,
+removes the directories and exits. After a clean end it finds nothing to do.
 
-Run as ``python -m mxkv.kvstore.dist.watchdog MARK`` (the launcher does).
+Run as ``python -m mxkv.kvstore.dist.watchdog MARK LAUNCHER_PID`` (the launcher does).
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class Watchdog:
         self.mark = secrets.token_hex(16)
         env = {k: v for k, v in os.environ.items() if k != MARK_VAR}
         self.proc: Optional[subprocess.Popen] = subprocess.Popen(
-            [sys.executable, "-m", __name__, self.mark], stdin=subprocess.PIPE,
+            [sys.executable, "-m", __name__, self.mark, str(os.getpid())], stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL, env=env, start_new_session=True)
         os.environ[MARK_VAR] = self.mark   # inherited by all that is started from now on
 
@@ -77,12 +77,36 @@ def marked(mark: str) -> List[int]:
     return out
 
 
-def sweep(mark: str, paths: List[str], timeout: float = 10.0) -> None:
-    """SIGKILL the marked processes until none is left (or ``timeout`` s),
-    then remove ``paths``."""
+def holding(paths: List[str]) -> List[int]:
+    """The processes with a file open (or their working directory) under
+    ``paths``: Ray's processes keep their logs open in the cluster's
+    directory, and a process that renames itself (Ray's agents call
+    ``setproctitle``) may overwrite what ``/proc/PID/environ`` shows."""
+    roots = tuple(os.path.join(os.path.realpath(p), "") for p in paths)
+    out = []
+    if not roots:
+        return out
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            links = [os.readlink(f"/proc/{name}/cwd")]
+            links += [os.readlink(f"/proc/{name}/fd/{fd}") for fd in os.listdir(f"/proc/{name}/fd")]
+        except OSError:
+            continue
+        if any(os.path.join(link, "").startswith(roots) for link in links):
+            out.append(int(name))
+    return out
+
+
+def sweep(mark: str, paths: List[str], launcher: int, timeout: float = 10.0) -> None:
+    """SIGKILL the marked processes, and those holding files under
+    ``paths``, but the ``launcher`` (which closed the pipe and is ending
+    on its own), until none is left (or ``timeout`` s), then remove ``paths``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        pids = marked(mark)   # a zombie's environment reads empty: not counted
+        # a zombie's environment and files read empty: not counted
+        pids = (set(marked(mark)) | set(holding(paths))) - {launcher}
         if not pids:
             break
         for pid in pids:
@@ -96,9 +120,9 @@ def sweep(mark: str, paths: List[str], timeout: float = 10.0) -> None:
 
 
 def main() -> None:
-    mark = sys.argv[1]
+    mark, launcher = sys.argv[1], int(sys.argv[2])
     paths = [line.decode().rstrip("\n") for line in sys.stdin.buffer]   # until EOF
-    sweep(mark, [p for p in paths if p])
+    sweep(mark, [p for p in paths if p], launcher)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import pickle
 import threading
 import weakref
@@ -30,11 +31,12 @@ from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
 from ..base import _local_comm
 from ..keys import check_priority, key_name
-from ..local import KVStore
+from ..local import KVStore, _stype
 from .channel import Call, Channel, Message
 from .job import NAMESPACE, JobEnv, connect, coordinator_name, host_label
-from .sharding import Part, plan_key
 from .shard import CMD_COMPRESSION, CMD_OPTIMIZER, CMD_UPDATER
+from .sharding import Part, plan_key
+from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir, enabled, node_id
 
 __all__ = ["DistKVStore"]
 
@@ -84,6 +86,11 @@ class DistKVStore(KVStore):
         names = self._names = {}
         self._chan = Channel(ray, self._job.job, self._job.num_servers, self._rank, t,
                              describe=lambda name: key_name(names.get(name, name)))
+        # the same-host data path (shm.py): push segments per shard, pull mappings
+        self._node = node_id(ray) if enabled() else None
+        self._pools: Dict[int, PushPool] = {}
+        self._reader = Reader()
+        self._chan.relocate = self._relocate
         self._plans: Dict[Any, List[Part]] = {}
         self._seq: Dict[Any, int] = {}
         self._residual: Dict[Any, np.ndarray] = {}
@@ -153,6 +160,30 @@ class DistKVStore(KVStore):
                 self._names[p.name] = key
         return plan
 
+    # ------------------------------------------------------------ same host
+    def _fast(self, shard: int) -> bool:
+        """Whether payloads to ``shard`` go through shared memory (:mod:`.shm`):
+        it runs on this worker's Ray node, and P3 is off (P3 orders messages
+        on the wire)."""
+        return self._node is not None and self._chan.nodes[shard] == self._node \
+            and self._sender is None
+
+    def _pool(self, shard: int) -> PushPool:
+        pool = self._pools.get(shard)
+        if pool is None:
+            pool = self._pools[shard] = PushPool(
+                data_dir(self._job.job), f"w{self._rank}-{os.getpid()}-s{shard}")
+        return pool
+
+    def _relocate(self, msg: Message) -> None:
+        """A kept push whose shard moved to another node: into the object store."""
+        if isinstance(msg.ref, ShmBatch) and not self._fast(msg.shard):
+            views = Reader(limit=1).views(msg.ref)
+            msg.ref = self._ray.put([np.array(v) for v in views])
+            if msg.release is not None:
+                msg.release()
+                msg.release = None
+
     def _by_shard(self, entries: List[Tuple[Part, Any, Any]]) -> Dict[int, tuple]:
         """Group (part, seq-or-shape, payload) by shard: items and payloads."""
         out: Dict[int, tuple] = {}
@@ -191,20 +222,46 @@ class DistKVStore(KVStore):
 
     # ------------------------------------------------------------ init
     def _apply_init(self, pairs: list, is_str: bool) -> None:
-        super()._apply_init(pairs, is_str)
+        # As the local store's, except that a dense value is not copied and
+        # kept here: the servers hold it; this worker keeps its shape and
+        # dtype only (np.zeros: pages the OS maps only when touched, and it
+        # is never written or read), so a big key is not held twice.
+        # Row-sparse values are kept (their rows are planned).
         if not pairs:
             return
         entries = []
         with self._lock:
-            for k, _ in pairs:
+            for k, v in pairs:
+                if isinstance(v, RowSparseNDArray):
+                    stored = v.copyto(self._store_ctx)
+                    source = stored
+                else:
+                    dt = np.dtype(v.dtype)
+                    blank = np.zeros(tuple(v.shape), dt)
+                    blank.flags.writeable = False
+                    stored = NDArray(blank, self._store_ctx)
+                    source = v
+                self._data.set(k, stored)
+                self._init_stype[k] = _stype(stored)
+                self._order[k] = len(self._order)
+                self._comm.init(k, stored.shape, stored.dtype, _stype(stored))
                 self._seq[k] = 0
-                stored = self._data[k]
-                for part, payload in self._payloads(k, stored, False):
-                    entries.append((part, part.shape, payload))
+                if self._rank == 0:
+                    for part, payload in self._payloads(k, source, False):
+                        entries.append((part, part.shape, payload))
+                else:
+                    for part in self._plan(k, stored):
+                        entries.append((part, part.shape, None))
+            self._key_is_str = is_str
         groups = self._by_shard(entries)
         if self._rank == 0:
             for shard, (items, payloads) in groups.items():
-                msg = Message("init", shard, items, self._ray.put(payloads))
+                arrays = as_arrays(payloads) if self._fast(shard) else None
+                if arrays is not None:
+                    batch, release = self._pool(shard).pack(arrays)
+                    msg = Message("init", shard, items, batch, release=release)
+                else:
+                    msg = Message("init", shard, items, self._ray.put(payloads))
                 self._chan.send(msg, "init")
             self._chan.reap(block=True)
         else:
@@ -247,7 +304,12 @@ class DistKVStore(KVStore):
             for part, payload in self._payloads(k, merged, True):
                 entries.append((part, seq, payload))
         for shard, (items, payloads) in self._by_shard(entries).items():
-            msg = Message("push", shard, items, self._ray.put(payloads))
+            arrays = as_arrays(payloads) if self._fast(shard) else None
+            if arrays is not None:
+                batch, release = self._pool(shard).pack(arrays)
+                msg = Message("push", shard, items, batch, release=release)
+            else:
+                msg = Message("push", shard, items, self._ray.put(payloads))
             if self._sender is not None:
                 self._sender.submit(priority, msg, sum(p.nbytes for p in payloads))
             else:
@@ -292,17 +354,57 @@ class DistKVStore(KVStore):
             for part in self._plan(k, self._data[k]):
                 entries.append((part, seq, None))
         groups = self._by_shard(entries)
-        calls = [Call(s, lambda inc, s=s, items=items:
-                      self._chan.shards[s].pull.remote(inc, self._rank, items), "pull")
+        fast = {s: self._fast(s) for s in groups}
+        while True:
+            values, batches = self._fetch(groups, fast)
+            if values is not None:
+                self._copy_out(keys, grouped, values)
+                stale = [s for s, b in batches.items() if not self._reader.still(b)]
+                for b in batches.values():
+                    self._reader.done(b)
+            else:
+                stale = batches   # a segment was gone before it was read
+            if not stale:
+                return
+            # a shard rewrote the segment while it was read: again, by the object store
+            for s in stale:
+                fast[s] = False
+
+    def _fetch(self, groups: Dict[int, tuple], fast: Dict[int, bool]):
+        """Pull calls to every shard: (values by (shard, part), shm batches by
+        shard), or (None, shards whose segment could not be mapped)."""
+        calls = [Call(s, lambda inc, s=s, items=items, f=fast[s]:
+                      self._chan.shards[s].pull.remote(inc, self._rank, items, f), "pull")
                  for s, (items, _) in groups.items()]
         refs = self._chan.call(calls, "pull")
         values: Dict[Any, Any] = {}
-        arrays = self._ray.get([r[0] for r in refs])
-        for (shard, (items, _)), (_, durable) in zip(groups.items(), refs):
+        batches: Dict[int, ShmBatch] = {}
+        in_store = []
+        for (shard, (items, _)), (snap, durable) in zip(groups.items(), refs):
             self._chan.note_durable(shard, items, durable)
-        for (shard, (items, _)), arrs in zip(groups.items(), arrays):
+            if isinstance(snap, ShmBatch):
+                batches[shard] = snap
+            else:
+                in_store.append((shard, items, snap))
+        gone = []
+        for shard, snap in batches.items():
+            try:
+                arrs = self._reader.views(snap)
+            except OSError:
+                gone.append(shard)
+                continue
+            for (name, _), arr in zip(groups[shard][0], arrs):
+                values[(shard, name)] = arr
+        if gone:
+            return None, gone
+        arrays = self._ray.get([r for _, _, r in in_store])
+        for (shard, items, _), arrs in zip(in_store, arrays):
             for (name, _), arr in zip(items, arrs):
                 values[(shard, name)] = arr
+        return values, batches
+
+    def _copy_out(self, keys: list, grouped: dict, values: Dict[Any, Any]) -> None:
+        """Copy pulled parts into the outs (the only copy a pull makes here)."""
         for k in keys:
             plan = self._plans[k]
             outs = grouped[k]
@@ -502,4 +604,9 @@ class DistKVStore(KVStore):
                 self._ray.get(self._coord.leave.remote(self._rank), timeout=10)
             except Exception:  # noqa: BLE001 - the job may be gone already
                 pass
+            # the shards are done with this worker's segments (drained, or the job failed)
+            self._chan.forget_all()
+            for pool in self._pools.values():
+                pool.close()
+            self._reader.close()
             super().close()  # the local part: comm streams, buffers, stored values

@@ -1,0 +1,157 @@
+"""The same-host data path (shm.py): pushes and pulls through reused shared
+segments give the object store's results, segments are reused once durable
+and removed at the end, and a pull that raced with a rewrite asks again."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from mxkv.kvstore.dist.shm import HEADER, Publisher, PushPool, Reader, layout
+
+SPLIT = {"MXNET_KVSTORE_BIGARRAY_BOUND": "100"}
+
+
+# ---------------------------------------------------------------- units
+def test_layout_aligns_every_part_after_the_header():
+    parts, size = layout([np.zeros(3, np.float32), np.zeros((2, 5), np.float64)])
+    assert parts == [(HEADER, "<f4", (3,)), (HEADER + 64, "<f8", (2, 5))]
+    assert size == HEADER + 64 + 128
+
+
+def test_a_push_segment_is_reused_only_after_its_release(tmp_path):
+    pool = PushPool(str(tmp_path), "w0-s0")
+    a, b = np.arange(5, dtype=np.float32), np.ones((2, 2), np.float32)
+    batch1, release1 = pool.pack([a, b])
+    batch2, release2 = pool.pack([a * 2, b])
+    assert batch1.path != batch2.path and pool.segments == 2
+    got = Reader().views(batch1)
+    np.testing.assert_array_equal(got[0], a)     # not overwritten by the second pack
+    np.testing.assert_array_equal(got[1], b)
+    assert not got[0].flags.writeable            # shards map segments read-only
+    release1()
+    release1()                                   # a second release is a no-op
+    batch3, _ = pool.pack([a * 3, b])
+    assert batch3.path == batch1.path and pool.segments == 2
+    pool.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_reader_tells_when_a_published_segment_was_rewritten(tmp_path):
+    pub = Publisher(str(tmp_path), "shard0-x", max_bytes=1 << 20)
+    reader = Reader()
+    first = pub.publish(("a",), [np.full(4, 1.0, np.float32)])
+    np.testing.assert_array_equal(reader.views(first)[0], 1.0)
+    assert reader.still(first)
+    pub.publish(("a",), [np.full(4, 2.0, np.float32)])     # the ring's other segment
+    assert reader.still(first)
+    third = pub.publish(("a",), [np.full(4, 3.0, np.float32)])   # first's segment again
+    assert third.path == first.path and not reader.still(first) and reader.still(third)
+    pub.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_publisher_drops_least_recently_used_rings_past_its_budget(tmp_path):
+    pub = Publisher(str(tmp_path), "shard0-x", max_bytes=3 * (HEADER + 4096))
+    for name in ("a", "b", "c"):
+        pub.publish((name,), [np.zeros(1024, np.float32)])
+    assert len(os.listdir(tmp_path)) == 2        # one ring (two segments) fits
+    pub.close()
+
+
+# ---------------------------------------------------------------- jobs
+def pushes_ahead_then_pulls(kv, mx, rounds):
+    """Several rounds pushed before any pull: each round's segment must stay
+    intact while the shard holds it in a pending round."""
+    shapes = [(30, 10), (7,), (3, 3)]
+    keys = list(range(len(shapes)))
+    kv.init(keys, [mx.nd.zeros(s) for s in shapes])
+    for i in range(rounds):
+        kv.push(keys, [mx.nd.ones(s) * (kv.rank + 1) * (i + 1) for s in shapes])
+    outs = [mx.nd.zeros(s) for s in shapes]
+    kv.pull(keys, out=outs)
+    segments = sum(p.segments for p in kv._pools.values())
+    files = sorted(os.listdir(next(iter(kv._pools.values())).directory)) if kv._pools else []
+    return [o.asnumpy() for o in outs], segments, files
+
+
+@pytest.mark.parametrize("shm", ["1", "0"])
+def test_rounds_pushed_ahead_give_the_closed_form_on_both_paths(jobs, shm):
+    rounds = 5
+    job = jobs.job(2, 2)
+    results = jobs.run(job, pushes_ahead_then_pulls, rounds, env={"MXKV_SHM": shm, **SPLIT})
+    want = 3.0 * rounds    # the last round: (1 + 2) * rounds
+    for outs, segments, files in results:
+        for o in outs:
+            np.testing.assert_array_equal(o, want)
+        if shm == "1":
+            assert segments >= 2 and files   # the shared path was taken, to both shards
+        else:
+            assert segments == 0
+
+
+def reuse_and_cleanup(kv, mx):
+    kv.init("w", mx.nd.zeros((50, 20)))
+    out = mx.nd.zeros((50, 20))
+    for i in range(8):
+        kv.push("w", mx.nd.ones((50, 20)) * (i + 1))
+        kv.pull("w", out=out)
+    kv._chan.reap(block=True)
+    pool = kv._pools[0]
+    mine = [f for f in os.listdir(pool.directory) if f.startswith(pool.prefix)]
+    segments = pool.segments
+    value = float(out.asnumpy().max())
+    kv.close()
+    left = [f for f in os.listdir(pool.directory) if f.startswith(pool.prefix)] \
+        if os.path.isdir(pool.directory) else []
+    return segments, len(mine), value, left
+
+
+def test_push_segments_are_reused_once_durable_and_removed_at_close(jobs, monkeypatch):
+    monkeypatch.setenv("MXKV_CHECKPOINT_ROUNDS", "1")
+    job = jobs.job(1, 1)
+    segments, files, value, left = jobs.run(job, reuse_and_cleanup)[0]
+    assert value == 8.0
+    assert segments <= 3 and files == segments   # 8 rounds, a few segments in turn
+    assert left == []
+
+
+def raced_pull(kv, mx):
+    kv.init(["a", "b"], [mx.nd.zeros((4,)), mx.nd.zeros((300,))])
+    kv.push(["a", "b"], [mx.nd.ones((4,)) * (kv.rank + 1), mx.nd.ones((300,)) * 2])
+    calls = []
+    real = kv._fetch
+
+    def fetch(groups, fast):
+        calls.append(dict(fast))
+        return real(groups, fast)
+    kv._fetch = fetch
+    kv._reader.still = lambda batch: False    # as if every segment was rewritten meanwhile
+    a, b = mx.nd.zeros((4,)), mx.nd.zeros((300,))
+    kv.pull(["a", "b"], out=[a, b])
+    return calls, a.asnumpy().tolist(), float(b.asnumpy().min()), float(b.asnumpy().max())
+
+
+def test_a_pull_that_raced_with_a_rewrite_asks_again_through_the_object_store(jobs):
+    job = jobs.job(2, 2)
+    for calls, a, lo, hi in jobs.run(job, raced_pull, env=SPLIT):
+        assert calls[0] and all(calls[0].values())       # first through shared memory
+        assert calls[-1] and not any(calls[-1].values())  # then through the object store
+        assert a == [3.0] * 4 and lo == hi == 4.0
+
+
+def test_a_big_pulled_batch_is_unmapped_once_read_and_reads_the_same_again(tmp_path,
+                                                                           monkeypatch):
+    from mxkv.kvstore.dist import shm
+
+    monkeypatch.setattr(shm, "FORGET_BYTES", 1)
+    pub = Publisher(str(tmp_path), "shard0-x", max_bytes=1 << 30)
+    reader = Reader()
+    value = np.arange(300_000, dtype=np.float32)
+    batch = pub.publish(("a",), [value])
+    np.testing.assert_array_equal(reader.views(batch)[0], value)
+    reader.done(batch)                          # the pages leave this process's mapping
+    np.testing.assert_array_equal(reader.views(batch)[0], value)   # not the file's data
+    assert reader.still(batch)
+    pub.close()
