@@ -3,16 +3,18 @@
 node is removed mid-run, Ray restarts the shard on another node, and the
 run ends with the values of an undisturbed one.
 
-Where a restarted actor goes is Ray's choice; a custom resource makes it
-deterministic here: only the shard's first node offers ``HOME``, then a
-third node offering it joins, and the first is removed, so the restart can
-only land on the third."""
+Where an actor goes is Ray's choice; the test makes it deterministic: the
+job's coordinator starts while the head is the only node, the shard needs a
+custom resource ``HOME`` that only a node added then offers, and before
+that node is removed a third node offering ``HOME`` joins, so the restart
+can only land on the third."""
 from __future__ import annotations
 
 import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -22,7 +24,7 @@ ray = pytest.importorskip("ray", reason="the dist tests need Ray: pip install 'm
 
 import mxkv as mx  # noqa: E402
 from mxkv.kvstore.dist.cluster import create_job  # noqa: E402
-from mxkv.kvstore.dist.job import Timeouts  # noqa: E402
+from mxkv.kvstore.dist.job import NAMESPACE, Timeouts, shard_name  # noqa: E402
 
 SHAPES = [(30, 10), (7,), (3, 3)]
 ROUNDS = 8
@@ -102,18 +104,33 @@ def test_a_shard_whose_node_dies_restores_its_keys_on_the_other_node(tmp_path, m
     try:
         cluster = Cluster(initialize_head=True, head_node_args={
             "num_cpus": 1, "object_store_memory": 150 * 1024 * 1024})
-        doomed = cluster.add_node(num_cpus=1, object_store_memory=150 * 1024 * 1024,
-                                  resources={HOME: 1})
-        cluster.wait_for_nodes()
         ray.init(address=cluster.address, namespace="mxkv", log_to_driver=False,
                  configure_logging=False)
         head_id = ray.get_runtime_context().get_node_id()
-        # The shard needs HOME (and leaves the job's placement group, whose
-        # bundle has none): it starts on the node about to die. The
-        # coordinator and the worker stay on the head node.
-        job = create_job(1, 1, timeouts=FAST, checkpoint_dir=ckpt,
-                         shard_options={"resources": {HOME: 0.01},
-                                        "scheduling_strategy": "DEFAULT"})
+        # The coordinator starts while the head is the only node; the shard
+        # needs HOME (and leaves the job's placement group, whose bundle has
+        # none), so it waits for the node that is added then, and will die.
+        name = f"restore-{os.getpid()}"
+        made: list = []
+        creator = threading.Thread(target=lambda: made.append(create_job(
+            1, 1, name=name, timeouts=FAST, checkpoint_dir=ckpt,
+            shard_options={"resources": {HOME: 0.01}, "scheduling_strategy": "DEFAULT"})),
+            daemon=True)
+        creator.start()
+        deadline = time.monotonic() + 240
+        while True:      # the shard actor is made once the coordinator answered
+            try:
+                ray.get_actor(shard_name(name, 0), namespace=NAMESPACE)
+                break
+            except ValueError:
+                assert time.monotonic() < deadline and creator.is_alive(), \
+                    "create_job never made the shard"
+                time.sleep(0.05)
+        doomed = cluster.add_node(num_cpus=1, resources={HOME: 1},
+                                  object_store_memory=150 * 1024 * 1024)
+        creator.join(240)
+        assert made, "create_job did not finish"
+        job = made[0]
         try:
             ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
             worker = ray.remote(Worker).options(
