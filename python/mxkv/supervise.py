@@ -32,16 +32,31 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _PR_SET_PDEATHSIG = 1
 
 
+def _libc():
+    """The C library, loaded once at import: a child between fork and exec
+    must not dlopen (a lock held by another thread of the parent would
+    deadlock it). None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True)
+    except (OSError, AttributeError):
+        return None
+
+
+LIBC = _libc()
+
+
 def die_with_parent(parent: int, sig: int = signal.SIGTERM) -> None:
     """In a child between fork and exec: ask the kernel for ``sig`` when the
     parent dies (Linux; a no-op elsewhere). If the parent ``parent`` died
-    before the request, send it now."""
-    if not sys.platform.startswith("linux"):
+    before the request, send it now. The request is kept across exec and
+    tied to the parent's forking *thread*: fork from the main thread."""
+    if LIBC is None:
         return
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    LIBC.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
     if os.getppid() != parent:
         os.kill(os.getpid(), sig)
 

@@ -15,6 +15,7 @@ started, and :func:`kill_descendants` leaves nothing behind.
 """
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -22,6 +23,8 @@ import sys
 import threading
 import time
 from typing import Dict, Iterable, List, Optional, Tuple
+
+from ...supervise import LIBC, die_with_parent
 
 __all__ = ["LocalProcess", "RemoteProcess", "RayProcess", "become_subreaper",
            "descendants", "kill_descendants", "signal_group"]
@@ -46,30 +49,13 @@ def signal_group(pgid: int, sig: int) -> None:
             return
 
 
-def _libc() -> Optional[object]:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True)
-    except (OSError, AttributeError):
-        return None
-
-
-_LIBC = _libc()
-
-
-def _die_with_parent() -> None:
-    # in the child, before exec: SIGKILL when the launcher dies, even by SIGKILL
-    # (PR_SET_PDEATHSIG; kept across exec, as Ray does for its own processes)
-    _LIBC.prctl(1, signal.SIGKILL, 0, 0, 0)  # type: ignore[attr-defined]
-
-
 def _spawn(cmd: List[str], env: Dict[str, str], tied: bool) -> subprocess.Popen:
     # tied: dies with this process. The signal is sent when the *thread* that
     # forked exits, so only the launcher's main thread ties its children.
-    tie = _die_with_parent if tied and _LIBC is not None else None
+    # SIGKILL when the launcher dies, even by SIGKILL (kept across exec, as Ray
+    # does for its own processes)
+    tie = functools.partial(die_with_parent, os.getpid(), signal.SIGKILL) \
+        if tied and LIBC is not None else None
     return subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True, preexec_fn=tie)
@@ -204,9 +190,9 @@ class RayProcess:
 def become_subreaper() -> bool:
     """Make orphaned descendants re-parent to this process (Linux
     ``PR_SET_CHILD_SUBREAPER``); False where that is not available."""
-    if _LIBC is None:
+    if LIBC is None:
         return False
-    return _LIBC.prctl(36, 1, 0, 0, 0) == 0   # type: ignore[attr-defined]  # SUBREAPER
+    return LIBC.prctl(36, 1, 0, 0, 0) == 0   # type: ignore[attr-defined]  # SUBREAPER
 
 
 def _parents() -> Dict[int, int]:
