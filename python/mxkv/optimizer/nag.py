@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import clip_inplace, on_weight_device, run_kernel, scalars, zeros_state
+from ._arrays import grad_prologue, on_weight_device, run_kernel, scalars, zeros_state
 from .optimizer import Optimizer, _cast_into, register
 from .sgd import effective_momentum, momentum_first_mp_state, sgd_kernel
 
@@ -27,8 +27,7 @@ def nag_kernel(lr: float, wd: float, rescale: float, clip: float | None, momentu
     """
     def kernel(w, g, mom):
         lr_, wd_, rs_, mu_ = scalars(w, lr, wd, rescale, momentum)
-        g *= rs_
-        clip_inplace(g, clip)
+        grad_prologue(g, w, rs_, clip)
         mom *= mu_
         step = g + wd_ * w
         step *= lr_
