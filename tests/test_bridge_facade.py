@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import mxkv as mx
+from mxkv.base import MXNetError
 from mxkv.bridge import Arena, EngineFacade, remove_stale
 from mxkv.bridge.arena import BOARD, BOARD_SLOTS, HEADER
 from mxkv.bridge.registry import OPS
@@ -451,3 +453,25 @@ def test_a_call_that_finds_the_engine_closed_says_it_is_dead(tmp_path):
     kind, err = answer(f.call("nd.equal", json.dumps([meta[0], meta[0]])))
     assert kind == "e" and err["type"] == "engine-dead" and err["may_have_run"] is False
     assert "closed" in err["message"]
+
+
+def test_release_closes_a_store_the_engine_made_at_its_last_handle(facade):
+    h, _ = ok(facade.call("kv.create", json.dumps(["local"])))
+    kv = facade._objects[h]
+    second = facade.describe(kv)["id"]          # a second handle to the same store
+    ok(facade.call("release", json.dumps([h])))
+    kv.init(0, mx.nd.ones((2,)))                # still held by the second handle: open
+    ok(facade.call("release", json.dumps([second])))
+    with pytest.raises(MXNetError, match="closed"):
+        kv.init(1, mx.nd.ones((2,)))
+
+
+def test_release_leaves_a_store_python_published_open(facade):
+    kv = mx.kv.create("local")
+    kv.init(3, mx.nd.ones((2,)))
+    facade.publish("kv", kv)
+    h = ok(facade.call("obj.published", json.dumps(["kv"])))["id"]
+    ok(facade.call("release", json.dumps([h])))
+    out = mx.nd.zeros((2,))
+    kv.pull(3, out=out)                          # Python's store lives on
+    assert out.asnumpy().tolist() == [1.0, 1.0]

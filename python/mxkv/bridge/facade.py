@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 import traceback
+import weakref
 from typing import Any, Dict
 
 import numpy as np
@@ -88,6 +89,8 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
             self.arena = arena if arena is not None else Arena()
             self.regions = Arena(os.path.dirname(self.arena.path), name="regions")
         self._objects: Dict[int, Any] = {}
+        #: stores this engine made (kv.create): the only ones a release may close
+        self._made_stores: "weakref.WeakSet[Any]" = weakref.WeakSet()
         #: set by the host when the JVM must tell this engine from others in the process
         self.engine_id: int | None = None
         self._init_interop()
@@ -309,6 +312,11 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
         for h in ids:
             self._close_released(self._objects.pop(h, None))
         return None
+
+    def _still_held(self, obj: Any) -> bool:
+        """Whether another handle still names ``obj`` (the JVM may hold a
+        store by several handles, e.g. one per lookup of a published object)."""
+        return any(o is obj for o in self._objects.values())
 
     @op("arena")
     def _arena(self, min_bytes=0):

@@ -22,15 +22,16 @@ class KVStoreOps:
     @op("kv.create")
     def _kv_create(self, name="local"):
         kv = self.mx.kv.create(name)
+        self._made_stores.add(kv)
         return [self.put(kv), kv.type]
 
-    @staticmethod
-    def _close_released(obj):
-        """A released store is closed (NCCL communicators, GPU and pinned
-        buffers are freed now, not when Python collects it)."""
-        from ..kvstore.base import KVStoreBase
-
-        if isinstance(obj, KVStoreBase):
+    def _close_released(self, obj):
+        """A store this engine made (``kv.create``) is closed when the JVM
+        releases its last handle (NCCL communicators, GPU and pinned buffers
+        are freed now, not when Python collects it). A store Python made and
+        published lives on: it is Python's to close."""
+        if obj is not None and obj in self._made_stores and not self._still_held(obj):
+            self._made_stores.discard(obj)
             obj.close()
 
     def _arrays(self, hs):
