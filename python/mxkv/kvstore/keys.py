@@ -16,6 +16,7 @@ import numpy as np
 from ..base import MXNetError, MXNetTypeError
 from ..ndarray import NDArray
 from ..ndarray.sparse import RowSparseNDArray
+from .foreign import wrap
 
 __all__ = ["check_priority", "flatten", "group", "key_name", "pair_row_ids"]
 
@@ -56,6 +57,9 @@ def _check_key(key: Any, op: str) -> Tuple[Any, bool]:
 
 
 def _check_value(key: Any, value: Any, op: str, what: str) -> Any:
+    if not isinstance(value, _ARRAY_TYPES) and what != "row_ids" and \
+            hasattr(value, "__dlpack__"):
+        value = wrap(key_name(key), value, op, what)  # numpy, PyTorch, CuPy...
     if not isinstance(value, _ARRAY_TYPES):
         raise MXNetError(
             f"{op}: {what} for key {key_name(key)} must be an NDArray, "
