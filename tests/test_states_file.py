@@ -13,8 +13,8 @@ import pytest
 
 import mxkv as mx
 from mxkv.base import MXNetIOError, MXNetValueError
+from mxkv.optimizer.saved_array import _SavedArray
 from mxkv.optimizer.states_file import read_states, restricted_loads
-from mxkv.optimizer.updater import _SavedArray
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "mxnet_states")
 EXPECTED = json.load(open(os.path.join(GOLDEN, "expected.json")))
@@ -289,10 +289,17 @@ def test_every_flipped_byte_of_an_mxkv_states_file_is_caught(trained, tmp_path):
             read_states(bytes(bad), "flipped")
 
 
-def test_states_files_of_earlier_mxkv_versions_still_load():
+def test_states_files_of_earlier_mxkv_versions_still_load(monkeypatch):
     # mxkv before MXNet's format pickled each array as a _SavedArray record
     opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9)
     old = pickle.dumps(({3: _SavedArray(mx.nd.array([0.5, -1.0]))}, opt))
     loaded = read_states(old, "old file")
     assert loaded.states[3].asnumpy().tolist() == [0.5, -1.0]
     assert isinstance(loaded.optimizer, mx.optimizer.SGD) and loaded.optimizer.momentum == 0.9
+    # those files name the record by its old home, mxkv.optimizer.updater
+    import mxkv.optimizer.updater as updater_module
+    monkeypatch.setattr(_SavedArray, "__module__", "mxkv.optimizer.updater")
+    monkeypatch.setattr(updater_module, "_SavedArray", _SavedArray, raising=False)
+    legacy = pickle.dumps({3: _SavedArray(mx.nd.array([0.5, -1.0]))})
+    assert b"mxkv.optimizer.updater" in legacy
+    assert read_states(legacy, "old file").states[3].asnumpy().tolist() == [0.5, -1.0]

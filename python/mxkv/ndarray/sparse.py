@@ -308,10 +308,6 @@ class RowSparseNDArray(NDArray):
         return self.tostype("default").T
 
 
-def _host_copy(arr: Any) -> np.ndarray:
-    return np.array(arr, copy=True) if is_host(arr) else arr.get()
-
-
 def _rsp_add(a: RowSparseNDArray, b: RowSparseNDArray, name: str,
              reverse: bool) -> RowSparseNDArray:
     sym = "+" if name == "add" else "-"

@@ -145,6 +145,37 @@ def clip_inplace(arr: Any, bound: float | None) -> Any:
     return arr
 
 
+def grad_prologue(g: Any, w: Any, rescale: Any, clip: float | None, wd: Any = 0.0) -> Any:
+    """The kernels' shared prologue, in place: ``g = clip(rescale * g + wd * w)``.
+
+    In this order, as MXNet's kernels round it: ``g *= rescale``, then
+    ``g += wd * w`` (skipped when ``wd`` is 0), then the clip (skipped when
+    ``clip`` is None). Pass the scalars in the type the kernel computes in
+    (Python floats, or :func:`scalars` of the weight's dtype); a kernel whose
+    order differs (weight decay after the clip) does its own.
+
+    Parameters
+    ----------
+    g : array
+        The gradient (a copy the kernel may overwrite); rewritten in place.
+    w : array
+        The weight, read only for the weight decay.
+    rescale, wd : float or scalar
+        ``rescale_grad`` and the weight decay.
+    clip : float or None
+        ``clip_gradient``.
+
+    Returns
+    -------
+    array
+        ``g``.
+    """
+    g *= rescale
+    if wd:
+        g += wd * w
+    return clip_inplace(g, clip)
+
+
 def scalars(w: Any, *values: float) -> tuple:
     """``values`` as scalars of ``w``'s dtype, the way MXNet's fused kernels see them.
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._arrays import array_module, clip_inplace, on_weight_device, run_kernel, zeros_state
+from ._arrays import array_module, grad_prologue, on_weight_device, run_kernel, zeros_state
 from .optimizer import Optimizer, register
 
 __all__ = ["AdaDelta"]
@@ -52,8 +52,7 @@ class AdaDelta(Optimizer):
 
         def kernel(w, g, acc_g, acc_delta):
             xp = array_module(w)
-            g *= rescale
-            clip_inplace(g, clip)
+            grad_prologue(g, w, rescale, clip)
             acc_g *= rho
             acc_g += (1.0 - rho) * g * g
             delta = xp.sqrt(acc_delta + eps) / xp.sqrt(acc_g + eps) * g

@@ -6,7 +6,7 @@ from typing import Any
 from ..base import MXNetError
 from ._arrays import (
     array_module,
-    clip_inplace,
+    grad_prologue,
     is_row_sparse,
     on_weight_device,
     run_kernel,
@@ -21,8 +21,7 @@ def _adagrad_kernel(lr: float, wd: float, rescale: float, clip: float | None, ep
     """``g = clip(rescale*g); h += g*g; w += (g / sqrt(h + eps) + w * wd) * -lr``."""
     def kernel(w, g, history):
         xp = array_module(w)
-        g *= rescale
-        clip_inplace(g, clip)
+        grad_prologue(g, w, rescale, clip)
         history += g * g
         div = g / xp.sqrt(history + eps)
         if wd:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._arrays import array_module, clip_inplace, on_weight_device, run_kernel, zeros_state
+from ._arrays import array_module, grad_prologue, on_weight_device, run_kernel, zeros_state
 from .optimizer import Optimizer, register
 
 __all__ = ["Adamax"]
@@ -54,10 +54,7 @@ class Adamax(Optimizer):
 
         def kernel(w, g, m, u):
             xp = array_module(w)
-            g *= rescale
-            if wd:
-                g += wd * w
-            clip_inplace(g, clip)
+            grad_prologue(g, w, rescale, clip, wd)
             m *= beta1
             m += (1.0 - beta1) * g
             u *= beta2

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._arrays import clip_inplace, copy_as, on_weight_device, run_kernel, zeros_state
+from ._arrays import copy_as, grad_prologue, on_weight_device, run_kernel, zeros_state
 from .optimizer import Optimizer, register
 
 __all__ = ["DCASGD"]
@@ -57,8 +57,7 @@ class DCASGD(Optimizer):
         rescale = self.rescale_grad
 
         def kernel(w, g, mom, prev):
-            g *= rescale
-            clip_inplace(g, clip)
+            grad_prologue(g, w, rescale, clip)
             # -lr * (g + wd * w + lamda * g * g * (w - prev)), in MXNet's order
             comp = lamda * g
             comp *= g

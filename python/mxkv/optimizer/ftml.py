@@ -5,7 +5,7 @@ from typing import Any
 
 from ._arrays import (
     array_module,
-    clip_inplace,
+    grad_prologue,
     on_weight_device,
     run_kernel,
     scalars,
@@ -23,10 +23,7 @@ def ftml_kernel(lr: float, wd: float, rescale: float, clip: float | None, beta1:
         xp = array_module(w)
         lr_, wd_, rs_, b1, b2, eps_, t_ = scalars(w, lr, wd, rescale, beta1, beta2, epsilon, t)
         one = w.dtype.type(1)
-        g *= rs_
-        if wd:
-            g += wd_ * w
-        clip_inplace(g, clip)
+        grad_prologue(g, w, rs_, clip, wd_)
         v *= b2
         v += (one - b2) * (g * g)
         d_t = (one - b1 ** t_) / lr_ * (xp.sqrt(v / (one - b2 ** t_)) + eps_)

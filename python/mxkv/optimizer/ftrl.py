@@ -5,7 +5,7 @@ from typing import Any
 
 from ._arrays import (
     array_module,
-    clip_inplace,
+    grad_prologue,
     is_row_sparse,
     on_weight_device,
     run_kernel,
@@ -29,8 +29,7 @@ def ftrl_kernel(lr: float, wd: float, rescale: float, clip: float | None, lamda1
     def kernel(w, g, z, n):
         xp = array_module(w)
         lr_, wd_, rs_, l1, beta_ = scalars(w, lr, wd, rescale, lamda1, beta)
-        g *= rs_
-        clip_inplace(g, clip)
+        grad_prologue(g, w, rs_, clip)
         g2 = g * g
         z += g - (xp.sqrt(n + g2) - xp.sqrt(n)) * w / lr_
         n += g2

@@ -6,11 +6,11 @@ from typing import Any
 import numpy as np
 
 from ..base import env
-from ._arrays import dense_view, is_row_sparse, on_weight_device, run_kernel, zeros_state
+from ._arrays import dense_view, is_row_sparse, on_weight_device, run_kernel
 from ._mxmath import sum_sq
 from .optimizer import Optimizer, _cast_into, register
 from .params import check_mults
-from .sgd import effective_momentum, momentum_first_mp_state, sgd_kernel
+from .sgd import MomentumStates, effective_momentum, sgd_kernel
 
 __all__ = ["LARS"]
 
@@ -18,7 +18,7 @@ _NO_LARS = ("gamma", "beta", "bias")  # names whose learning rate LARS leaves al
 
 
 @register
-class LARS(Optimizer):
+class LARS(MomentumStates, Optimizer):
     """LARS (You et al., https://arxiv.org/abs/1708.03888): SGD with momentum and
     weight decay whose learning rate is scaled per layer::
 
@@ -91,12 +91,6 @@ class LARS(Optimizer):
                 if name in attr and "__wd_mult__" in attr[name]:
                     self.wd_mult[name] = float(attr[name]["__wd_mult__"])
         self.wd_mult.update(args_wd_mult)
-
-    def create_state_multi_precision(self, index, weight):
-        return momentum_first_mp_state(self, index, weight)
-
-    def create_state(self, index, weight):
-        return zeros_state(weight) if self.momentum != 0.0 else None
 
     def _name(self, index) -> str:
         return self.idx2name[index] if index in self.idx2name else str(index)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._arrays import array_module, clip_inplace, on_weight_device, run_kernel, zeros_state
+from ._arrays import array_module, grad_prologue, on_weight_device, run_kernel, zeros_state
 from .optimizer import Optimizer, register
 
 __all__ = ["Nadam"]
@@ -65,10 +65,7 @@ class Nadam(Optimizer):
 
         def kernel(w, g, m, v):
             xp = array_module(w)
-            g *= rescale
-            if wd:
-                g += wd * w
-            clip_inplace(g, clip)
+            grad_prologue(g, w, rescale, clip, wd)
             m *= beta1
             m += (1. - beta1) * g
             v *= beta2

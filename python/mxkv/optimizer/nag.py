@@ -5,9 +5,9 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import clip_inplace, on_weight_device, run_kernel, scalars, zeros_state
+from ._arrays import grad_prologue, on_weight_device, run_kernel, scalars
 from .optimizer import Optimizer, _cast_into, register
-from .sgd import effective_momentum, momentum_first_mp_state, sgd_kernel
+from .sgd import MomentumStates, effective_momentum, sgd_kernel
 
 __all__ = ["NAG", "nag_kernel"]
 
@@ -27,8 +27,7 @@ def nag_kernel(lr: float, wd: float, rescale: float, clip: float | None, momentu
     """
     def kernel(w, g, mom):
         lr_, wd_, rs_, mu_ = scalars(w, lr, wd, rescale, momentum)
-        g *= rs_
-        clip_inplace(g, clip)
+        grad_prologue(g, w, rs_, clip)
         mom *= mu_
         step = g + wd_ * w
         step *= lr_
@@ -43,7 +42,7 @@ def nag_kernel(lr: float, wd: float, rescale: float, clip: float | None, momentu
 
 
 @register
-class NAG(Optimizer):
+class NAG(MomentumStates, Optimizer):
     """Nesterov accelerated gradient.
 
     Updates each weight by (``mom`` is the state, as MXNet keeps it)::
@@ -76,14 +75,6 @@ class NAG(Optimizer):
     def __init__(self, momentum: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.momentum = momentum
-
-    def create_state_multi_precision(self, index, weight):
-        return momentum_first_mp_state(self, index, weight)
-
-    def create_state(self, index, weight):
-        if self.momentum != 0.0:
-            return zeros_state(weight)
-        return None
 
     @on_weight_device
     def _update_impl(self, index, weight, grad, state, multi_precision=False):

@@ -6,6 +6,7 @@ from typing import Any
 from ._arrays import (
     array_module,
     clip_inplace,
+    grad_prologue,
     on_weight_device,
     run_kernel,
     scalars,
@@ -16,21 +17,13 @@ from .optimizer import Optimizer, register
 __all__ = ["RMSProp"]
 
 
-def _prepare(g, w, wd, rescale, clip: float | None) -> None:
-    """``g = clip(rescale * g + wd * w)`` in place (scalars in w's dtype)."""
-    g *= rescale
-    if wd:
-        g += wd * w
-    clip_inplace(g, clip)
-
-
 def rmsprop_kernel(lr: float, wd: float, rescale: float, clip: float | None, gamma1: float,
                    epsilon: float, clip_weights: float | None):
     """``n = (1-gamma1) g**2 + gamma1 n;  w = w - lr * (g / sqrt(n + epsilon))``."""
     def kernel(w, g, n):
         xp = array_module(w)
         lr_, wd_, rs_, g1, eps = scalars(w, lr, wd, rescale, gamma1, epsilon)
-        _prepare(g, w, wd_, rs_, clip)
+        grad_prologue(g, w, rs_, clip, wd_)
         n *= g1
         n += (w.dtype.type(1) - g1) * (g * g)
         w -= lr_ * (g / xp.sqrt(n + eps))
@@ -52,7 +45,7 @@ def rmspropalex_kernel(lr: float, wd: float, rescale: float, clip: float | None,
         xp = array_module(w)
         lr_, wd_, rs_, g1, g2, eps = scalars(w, lr, wd, rescale, gamma1, gamma2, epsilon)
         one_g1 = w.dtype.type(1) - g1
-        _prepare(g, w, wd_, rs_, clip)
+        grad_prologue(g, w, rs_, clip, wd_)
         sq = one_g1 * g
         sq *= g
         n *= g1

@@ -18,7 +18,8 @@ from ._arrays import (
 )
 from .optimizer import MultiTensorUpdates, Optimizer, _cast_into, register
 
-__all__ = ["SGD", "ccSGD", "effective_momentum", "momentum_first_mp_state", "sgd_kernel"]
+__all__ = ["MomentumStates", "SGD", "ccSGD", "effective_momentum", "momentum_first_mp_state",
+           "sgd_kernel"]
 
 
 def sgd_kernel(lr: float, wd: float, rescale: float, clip: float | None, momentum: float,
@@ -79,8 +80,30 @@ def effective_momentum(momentum: float) -> float:
     return float(momentum) if momentum > 0 else 0.0
 
 
+class MomentumStates:
+    """SGD's states, for the optimizers that keep SGD's: a momentum array
+    (None when ``momentum`` is 0), and with ``multi_precision`` and a float16
+    weight ``(momentum, weight32)`` (:func:`momentum_first_mp_state`).
+
+    Mixed in before :class:`Optimizer` by SGD, NAG and LARS.
+    """
+
+    momentum: float
+
+    def create_state_multi_precision(self, index, weight):
+        """``(momentum, weight32)`` for a float16 weight with ``multi_precision``, else
+        :meth:`create_state`."""
+        return momentum_first_mp_state(self, index, weight)
+
+    def create_state(self, index, weight):
+        """A zero momentum array like ``weight``, or None when ``momentum`` is 0."""
+        if self.momentum != 0.0:
+            return zeros_state(weight)
+        return None
+
+
 @register
-class SGD(MultiTensorUpdates, Optimizer):
+class SGD(MomentumStates, MultiTensorUpdates, Optimizer):
     """The SGD optimizer with momentum and weight decay.
 
     Standard update::
@@ -116,14 +139,6 @@ class SGD(MultiTensorUpdates, Optimizer):
         self.momentum = momentum
         self.lazy_update = lazy_update
         self.aggregate_num = env("MXNET_OPTIMIZER_AGGREGATION_SIZE", 4, minimum=1)
-
-    def create_state_multi_precision(self, index, weight):
-        return momentum_first_mp_state(self, index, weight)
-
-    def create_state(self, index, weight):
-        if self.momentum != 0.0:
-            return zeros_state(weight)
-        return None
 
     @on_weight_device
     def _update_impl(self, indices, weights, grads, states, multi_precision=False):

@@ -36,6 +36,7 @@ import numpy as np
 from ..base import MXNetError, MXNetIOError, MXNetValueError
 from ..fileio import check_trailer, with_trailer
 from .optimizer import Optimizer
+from .saved_array import LEGACY_NAME, _SavedArray, _thaw
 
 __all__ = ["LoadedStates", "read_states", "restricted_loads", "sealed"]
 
@@ -100,9 +101,9 @@ def _allowed() -> Dict[Tuple[str, str], Any]:
     from .. import lr_scheduler
     from ..ndarray import NDArray
     from ..ndarray.sparse import RowSparseNDArray
-    from .updater import _SavedArray
     table: Dict[Tuple[str, str], Any] = dict(_numpy_globals())
     table[("builtins", "bytearray")] = bytearray
+    table[LEGACY_NAME] = _SavedArray  # where files written before 0.3 name it
     table[(_SavedArray.__module__, "_SavedArray")] = _SavedArray
     for klass in (NDArray, RowSparseNDArray):  # pickled by mxkv: NEWOBJ of the class
         table[(klass.__module__, klass.__qualname__)] = _pickled_array_class()
@@ -220,7 +221,6 @@ def _check_saved(rec: Any, key: Any, where: str) -> None:
 
 def _check_state(state: Any, key: Any, where: str, depth: int = 0) -> None:
     from ..ndarray import NDArray
-    from .updater import _SavedArray
     if depth > 8:
         raise MXNetIOError(f"{where}: key {key!r}: the state is nested too deeply")
     if state is None or isinstance(state, NDArray):
@@ -291,7 +291,6 @@ def read_states(data: bytes, where: str = "optimizer states") -> LoadedStates:
         naming ``where`` and the fault: not a pickle, a refused global, not a
         states dict, a bad key, state or array record, an invalid optimizer.
     """
-    from .updater import _thaw
     loaded = restricted_loads(data, where)
     optimizer = None
     if isinstance(loaded, tuple):

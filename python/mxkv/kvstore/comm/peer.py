@@ -128,10 +128,6 @@ class Copier:
                 st = self._stages[(sdev, ddev)] = (Staging(pinned), be)
             return st[0]
 
-    def reset_counts(self) -> None:
-        with self._lock:
-            self.bytes.clear()
-
     def close(self) -> None:
         """Free the staging buffers once their last uploads are done."""
         with self._lock:
