@@ -139,3 +139,19 @@ def test_optimizer_on_a_sparse_key_missing_rows_is_refused_before_any_update():
     out = mx.nd.zeros(SHAPE)
     kv.pull("full", out=out)
     assert np.all(out.asnumpy() == 1)  # the valid key was not updated either
+
+
+@pytest.mark.parametrize("rows", [[3, 1], [1, 1], [1, 6], [-1, 2]])
+def test_a_row_sparse_value_with_invalid_indices_is_refused_naming_the_key(kv, rows):
+    # MXNet builds such arrays (check_format reports them); a store refuses
+    # them whole, since its rows must be sorted, unique and in range
+    bad = mx.nd.sparse.row_sparse_array((mx.nd.ones((2, 2)), rows), shape=SHAPE)
+    for call in (lambda: kv.init("new", bad), lambda: kv.push("e", bad),
+                 lambda: kv.push(["e", "e2"], [rsp([0], 5), bad]),
+                 lambda: kv.pushpull("e", bad, out=mx.nd.zeros(SHAPE))):
+        with pytest.raises(MXNetError, match=r"row_sparse value for key '(e|new|e2)' is "
+                                             r"invalid: row_sparse ind"):
+            call()
+    assert pull_rows(kv, "e", list(range(6))).data.asnumpy().tolist() == [[1, 1]] * 6
+    with pytest.raises(MXNetError, match="'new'"):
+        kv.pull("new", out=mx.nd.zeros(SHAPE))

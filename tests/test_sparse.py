@@ -85,21 +85,36 @@ def test_sparse_zeros_and_nd_zeros_with_stype():
     assert nd.sparse.zeros("default", (2,)).stype == "default"
 
 
-def test_out_of_range_index_raises_naming_index_and_shape():
-    with pytest.raises(MXNetError, match=r"index 7 .*\(5, 2\)"):
-        nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [1, 7]), shape=(5, 2))
-    with pytest.raises(MXNetError, match="-1"):
-        nd.sparse.row_sparse_array(([[1, 2]], [-1]), shape=(5, 2))
+KRSP = "kRSPIdxErr"  # MXNet 1.9.1's check_format error for row_sparse indices
 
 
-def test_unsorted_indices_raise():
-    with pytest.raises(MXNetError, match=r"sorted.*index 1 .*\(5, 2\)"):
-        nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [3, 1]), shape=(5, 2))
+@pytest.mark.parametrize("indices, stored, detail", [
+    ([1, 7], [[0, 0], [1, 2], [0, 0], [0, 0], [0, 0]], r"index 7 is out of range.*\(5, 2\)"),
+    ([-1, 0], [[3, 4], [0, 0], [0, 0], [0, 0], [0, 0]], r"index -1 is out of range"),
+    ([3, 1], [[0, 0], [3, 4], [0, 0], [1, 2], [0, 0]], r"sorted: index 1 at position 1 "
+                                                        r"follows 3 \(shape \(5, 2\)\)"),
+    ([1, 1], None, r"index 1 appears more than once.*\(5, 2\)"),
+])
+def test_invalid_indices_are_kept_as_given_and_check_format_raises(indices, stored, detail):
+    # as MXNet 1.9.1: the array is built as given; check_format reports it
+    a = nd.sparse.row_sparse_array(([[1, 2], [3, 4]], indices), shape=(5, 2))
+    assert a.indices.asnumpy().tolist() == indices
+    assert a.data.asnumpy().tolist() == [[1, 2], [3, 4]]
+    with pytest.raises(MXNetError, match=KRSP + ".*ascending order.*" + detail):
+        a.check_format()
+    a.check_format(full_check=False)  # MXNet checks only the structure then
+    if stored is not None:  # rows out of range are not shown (MXNet: undefined)
+        assert a.asnumpy().tolist() == stored
 
 
-def test_duplicate_indices_raise():
-    with pytest.raises(MXNetError, match=r"index 1 appears more than once.*\(5, 2\)"):
-        nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [1, 1]), shape=(5, 2))
+def test_shape_inferred_from_the_last_index_as_mxnet():
+    assert nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [1, 3])).shape == (4, 2)
+    unsorted = nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [1, 0]))
+    assert unsorted.shape == (1, 2)
+    with pytest.raises(MXNetError, match=KRSP):
+        unsorted.check_format()
+    with pytest.raises(MXNetError, match="last index -2"):
+        nd.sparse.row_sparse_array(([[1, 2], [3, 4]], [1, -2]))
 
 
 def test_data_and_indices_length_mismatch_raises():
@@ -124,6 +139,27 @@ def test_csr_is_not_supported():
                  lambda: nd.sparse.zeros("csr", (2, 2))):
         with pytest.raises(MXNetError, match="csr storage is not supported"):
             make()
+
+
+@pytest.mark.parametrize("indices, indptr, detail", [
+    ([0, 2, 1], [0, 5, 2, 3], "indptr"), ([2, 1, 1], [0, 2, 2, 3], "indices"),
+    ([1, 2, 1], [0, 2, 2, 4], "indptr"), ([0, 2, 1], [0, -2, 2, 3], "indptr"),
+    ([0, 4, 1], [0, 2, 2, 3], "indices"),
+])
+def test_csr_matrix_is_built_as_given_and_check_format_raises(indices, indptr, detail):
+    # as MXNet 1.9.1 (what it reports for each of these: kCSRIdxErr)
+    a = nd.sparse.csr_matrix(([7, 8, 9], indices, indptr), shape=(3, 4))
+    assert a.indptr.asnumpy().tolist() == indptr
+    with pytest.raises(MXNetError, match=r"kCSRIdxErr \(3 vs. 3\).*" + detail):
+        a.check_format()
+    a.check_format(full_check=False)
+    with pytest.raises(MXNetError, match="kCSRIdxErr"):
+        a.asnumpy()
+    good = nd.sparse.csr_matrix(([7, 8, 9], [1, 3, 0], [0, 2, 2, 3]), shape=(3, 4))
+    good.check_format()
+    assert good.asnumpy().tolist() == [[0, 7, 0, 8], [0, 0, 0, 0], [9, 0, 0, 0]]
+    with pytest.raises(MXNetError, match="do not describe"):
+        nd.sparse.csr_matrix(([7, 8, 9], [1, 3], [0, 2, 2, 3]), shape=(3, 4))
 
 
 def test_unknown_stype_raises():

@@ -62,10 +62,6 @@ DESELECTED: dict[str, str] = {
                                                     "methods (and csr)",
     "test_sparse_ndarray.py::test_sparse_nd_exception": _CSR + "csr_matrix checks between the "
                                                        "row_sparse ones",
-    "test_sparse_ndarray.py::test_sparse_nd_check_format": _CSR + "csr check_format; and "
-                                                          "row_sparse_array refuses invalid "
-                                                          "indices up front (a deviation, "
-                                                          "docs/parity.md)",
     "test_sparse_ndarray.py::test_sparse_fc": _OP + "FullyConnected (and csr data)",
     "test_sparse_ndarray.py::test_sparse_take": _CSR + "take on csr",
     "test_sparse_ndarray.py::test_sparse_getnnz": _CSR + "contrib.getnnz on csr",

@@ -16,6 +16,7 @@ import numpy as np
 from ..base import MXNetError, MXNetTypeError
 from ..ndarray import NDArray
 from ..ndarray.sparse import RowSparseNDArray
+from .foreign import wrap
 
 __all__ = ["check_priority", "flatten", "group", "key_name", "pair_row_ids"]
 
@@ -56,12 +57,26 @@ def _check_key(key: Any, op: str) -> Tuple[Any, bool]:
 
 
 def _check_value(key: Any, value: Any, op: str, what: str) -> Any:
+    if not isinstance(value, _ARRAY_TYPES) and what != "row_ids" and \
+            hasattr(value, "__dlpack__"):
+        value = wrap(key_name(key), value, op, what)  # numpy, PyTorch, CuPy...
     if not isinstance(value, _ARRAY_TYPES):
         raise MXNetError(
             f"{op}: {what} for key {key_name(key)} must be an NDArray, "
             f"got {type(value).__name__}"
         )
+    if what == "value" and type(value) is RowSparseNDArray:
+        _check_rows(key, value, op)
     return value
+
+
+def _check_rows(key: Any, value: RowSparseNDArray, op: str) -> None:
+    """Refuse a row_sparse value whose indices are not sorted, unique and in
+    range: the store relies on them (MXNet's store goes wrong with them)."""
+    problem = value.index_problem()
+    if problem is not None:
+        raise MXNetError(f"{op}: the row_sparse value for key {key_name(key)} is invalid: "
+                         f"{problem}")
 
 
 def flatten(keys: Any, values: Any, op: str, what: str = "value"
@@ -72,7 +87,7 @@ def flatten(keys: Any, values: Any, op: str, what: str = "value"
     naming the key at fault, for mismatched lengths, mixed key types and
     values that are not arrays.
     """
-    fast = _flatten_plain(keys, values)
+    fast = _flatten_plain(keys, values, what)
     if fast is not None:
         return fast
     pairs: List[Tuple[Any, Any]] = []
@@ -102,7 +117,7 @@ def flatten(keys: Any, values: Any, op: str, what: str = "value"
     return pairs, is_str
 
 
-def _flatten_plain(keys: Any, values: Any):
+def _flatten_plain(keys: Any, values: Any, what: str):
     """The common case in one pass: a list of all-int or all-str keys with
     one array each. None when the call needs the general path (which also
     produces the error messages)."""
@@ -118,8 +133,9 @@ def _flatten_plain(keys: Any, values: Any):
         is_str = False
     else:
         return None
-    if not set(map(type, values)) <= _PLAIN_TYPES:
-        return None
+    types = set(map(type, values))
+    if not types <= _PLAIN_TYPES or (what == "value" and RowSparseNDArray in types):
+        return None  # (row_sparse values are checked on the general path)
     return list(zip(keys, values)), is_str
 
 

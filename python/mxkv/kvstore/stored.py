@@ -30,6 +30,7 @@ from typing import Any, Dict, Iterator, Tuple
 import numpy as np
 
 from ..ndarray import NDArray, cow
+from .foreign import is_foreign
 
 __all__ = ["SHARE_MIN_BYTES", "StoredValues"]
 
@@ -125,8 +126,8 @@ class StoredValues:
         """Whether ``src`` may be stored for ``key`` by reference: a dense host
         array of the key's shape and dtype, big enough to be worth it."""
         stored = self.values[key]
-        if type(src) is not NDArray or type(stored) is not NDArray:
-            return False
+        if type(src) is not NDArray or type(stored) is not NDArray or is_foreign(src):
+            return False  # (another library may write a foreign buffer unseen)
         a, s = src._array, stored._array
         return (isinstance(a, np.ndarray) and isinstance(s, np.ndarray)
                 and a.dtype == s.dtype and a.shape == s.shape

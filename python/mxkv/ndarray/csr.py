@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base import MXNetError
 from ..context import Context
 from ._util import MXNetTypeError, MXNetValueError, normalize_dtype, normalize_shape
 from .ndarray import NDArray, _ctx_arg
@@ -24,13 +25,13 @@ class CSRNDArray(NDArray):
     columns ``indices[indptr[i]:indptr[i+1]]`` (host memory)."""
 
     def __init__(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
-                 shape: tuple, ctx: Context) -> None:
+                 shape: tuple, ctx: Context, full_check: bool = True) -> None:
         self._csr = (data, indices.astype(np.int64, copy=False),
                      indptr.astype(np.int64, copy=False))
         self._shape = tuple(int(d) for d in shape)
         self._ctx = ctx
         self._array = data  # (what dtype and the byte encoder read)
-        self.check_format()
+        self.check_format(full_check)
 
     @property
     def stype(self) -> str:
@@ -68,21 +69,37 @@ class CSRNDArray(NDArray):
         return NDArray(self._csr[2].copy(), self._ctx)
 
     def check_format(self, full_check: bool = True) -> None:
-        """Raise ``MXNetValueError`` unless the three arrays describe a valid csr
-        array of this shape."""
+        """Raise MXNetError unless the three arrays describe a csr array of this
+        shape: their lengths always; with ``full_check`` (MXNet's
+        ``kCSRIdxErr``) also indptr starting at 0,
+        non-decreasing and ending at the number of values, and each row's
+        column indices ascending and in range."""
         data, indices, indptr = self._csr
         rows, cols = self._shape
-        ok = (data.ndim == 1 and indices.shape == data.shape and indptr.shape == (rows + 1,)
-              and (rows + 1 == 0 or (int(indptr[0]) == 0 and int(indptr[-1]) == data.size
-                                     and bool(np.all(np.diff(indptr) >= 0))))
-              and (not indices.size or (int(indices.min()) >= 0
-                                        and int(indices.max()) < cols)))
-        if not ok:
+        if not (data.ndim == 1 and indices.shape == data.shape and indptr.shape == (rows + 1,)):
             raise MXNetValueError(f"csr array of shape {self._shape}: data {data.shape}, "
                                   f"indices {indices.shape}, indptr {indptr.shape} do not "
                                   "describe it")
+        if not full_check:
+            return
+        steps = np.diff(indptr)
+        problem = None
+        if int(indptr[0]) != 0 or int(indptr[-1]) != data.size or bool(np.any(steps < 0)):
+            problem = (f"indptr {indptr.tolist()[:8]} does not run from 0 up to the "
+                       f"{data.size} values")
+        elif indices.size:
+            row_of = np.repeat(np.arange(rows), steps)
+            if int(indices.min()) < 0 or int(indices.max()) >= cols or \
+                    bool(np.any((np.diff(indices) <= 0) & (row_of[1:] == row_of[:-1]))):
+                problem = f"indices {indices.tolist()[:8]}"
+        if problem is not None:  # (MXNet 1.9.1 reports every case as kCSRIdxErr)
+            raise MXNetError("Check failed: err != kCSRIdxErr (3 vs. 3) : Indices of csr "
+                             "NDArray should be non-negative, in ascending order per row  and "
+                             f"less than the number of columns ({problem}, shape "
+                             f"{self._shape})")
 
     def asnumpy(self) -> np.ndarray:
+        self.check_format()  # (an array built as given may not describe one)
         data, indices, indptr = self._csr
         out = np.zeros(self._shape, data.dtype)
         rows = np.repeat(np.arange(self._shape[0]), np.diff(indptr))
@@ -115,7 +132,11 @@ class CSRNDArray(NDArray):
 
 def csr_matrix(arg1: Any, shape: Any = None, ctx: Context | None = None,
                dtype: Any = None) -> CSRNDArray:
-    """A CSRNDArray from ``(data, indices, indptr)`` with ``shape`` (copied)."""
+    """A CSRNDArray from ``(data, indices, indptr)`` with ``shape`` (copied).
+
+    As MXNet, the indices and indptr are kept as given when their lengths fit;
+    ``check_format`` reports invalid ones.
+    """
     if not (isinstance(arg1, tuple) and len(arg1) == 3) or shape is None:
         raise MXNetTypeError("csr_matrix takes (data, indices, indptr) and shape= here")
     src = arg1[0]
@@ -128,4 +149,4 @@ def csr_matrix(arg1: Any, shape: Any = None, ctx: Context | None = None,
     if len(shape) != 2:
         raise MXNetValueError(f"a csr array is 2-D, got shape {shape}")
     return CSRNDArray(np.array(data, dt).reshape(-1), np.array(indices).reshape(-1),
-                      np.array(indptr).reshape(-1), shape, _ctx_arg(ctx))
+                      np.array(indptr).reshape(-1), shape, _ctx_arg(ctx), full_check=False)

@@ -6,9 +6,10 @@ A :class:`RowSparseNDArray` of shape ``(n, ...)`` stores only some rows:
 supported and says so.
 
 ``RowSparseNDArray(data, indices, shape, ctx)`` and :func:`from_xp` wrap raw
-arrays without copying and check only their structure (cheap); the full
-index check is :meth:`RowSparseNDArray.check_format`, which
-:func:`row_sparse_array` (the user-facing constructor) always runs.
+arrays without copying and check only their structure (cheap). As MXNet,
+:func:`row_sparse_array` builds the array it is given even when its indices
+are unsorted, repeated or out of range; :meth:`RowSparseNDArray.check_format`
+then raises MXNet's error. A store refuses such a value (``kvstore.keys``).
 """
 from __future__ import annotations
 
@@ -140,26 +141,38 @@ class RowSparseNDArray(NDArray):
 
     # ------------------------------------------------------------------ checks
     def check_format(self, full_check: bool = True) -> None:
-        """Raise MXNetError unless the indices are sorted, unique and in range."""
+        """Raise MXNetError, as MXNet (``kRSPIdxErr``), unless the indices are
+        sorted, unique and in range; ``full_check=False`` checks only the
+        structure, which every RowSparseNDArray has, as MXNet."""
+        if not full_check:
+            return
+        problem = self.index_problem()
+        if problem is not None:
+            raise MXNetError("Check failed: err != kRSPIdxErr (5 vs. 5) : Indices of "
+                             "row_sparse NDArray should be non-negative, less than the size "
+                             f"of first dimension and in ascending order ({problem})")
+
+    def index_problem(self) -> str | None:
+        """What is wrong with the indices (out of range, repeated, unsorted),
+        naming the first index at fault and the shape; None when they are valid."""
         idx = self._indices if is_host(self._indices) else self._indices.get()
         n = self._shape[0]
         if idx.size == 0:
-            return
+            return None
         bad = np.flatnonzero((idx < 0) | (idx >= n))
         if bad.size:
-            raise MXNetValueError(f"row_sparse index {int(idx[bad[0]])} is out of range "
-                                  f"for shape {self._shape}")
+            return f"row_sparse index {int(idx[bad[0]])} is out of range for shape {self._shape}"
         steps = np.diff(idx)
         dup = np.flatnonzero(steps == 0)
         if dup.size:
-            raise MXNetValueError(f"row_sparse index {int(idx[dup[0]])} appears more than "
-                                  f"once (shape {self._shape})")
+            return (f"row_sparse index {int(idx[dup[0]])} appears more than once "
+                    f"(shape {self._shape})")
         down = np.flatnonzero(steps < 0)
         if down.size:
             i = int(down[0]) + 1
-            raise MXNetValueError(f"row_sparse indices must be sorted: index {int(idx[i])} "
-                                  f"at position {i} follows {int(idx[i - 1])} "
-                                  f"(shape {self._shape})")
+            return (f"row_sparse indices must be sorted: index {int(idx[i])} at position "
+                    f"{i} follows {int(idx[i - 1])} (shape {self._shape})")
+        return None
 
     # ------------------------------------------------------------------ conversion
     def _densify(self) -> Any:
@@ -167,7 +180,11 @@ class RowSparseNDArray(NDArray):
         with device_scope(self._ctx):
             out = xp.zeros(self._shape, dtype=self._data.dtype)
             if self._indices.size:
-                out[self._indices] = self._data
+                idx, data = self._indices, self._data
+                inside = (idx >= 0) & (idx < self._shape[0])
+                if not bool(inside.all()):  # an array check_format refuses: drop those rows
+                    idx, data = idx[inside], data[inside]
+                out[idx] = data
         return out
 
     def asnumpy(self) -> np.ndarray:
@@ -412,7 +429,8 @@ def row_sparse_array(arg1: Any, shape: Any = None, ctx: Context | None = None,
                      dtype: Any = None) -> RowSparseNDArray:
     """Create a RowSparseNDArray (copies its sources).
 
-    ``arg1`` is ``(data, indices)``; a shape tuple (an empty array); a
+    ``arg1`` is ``(data, indices)`` (kept as given, as MXNet: invalid
+    indices are reported by ``check_format``); a shape tuple (an empty array); a
     RowSparseNDArray; or a dense source (NDArray, numpy array, nested lists;
     its nonzero rows are kept). A ``shape`` that contradicts the source's
     raises ValueError, as MXNet.
@@ -442,17 +460,20 @@ def row_sparse_array(arg1: Any, shape: Any = None, ctx: Context | None = None,
                                   f"index per row, got indices of shape {tuple(idx.shape)}")
         if idx.size and idx.dtype.kind == "f" and not bool((idx == idx.astype(np.int64)).all()):
             raise MXNetValueError("row_sparse indices must be integers")
-        if shape is None:
-            nrows = int(idx.max()) + 1 if idx.size else 0
+        if shape is None:  # as MXNet: the last index + 1 (right when they are sorted)
+            nrows = int(idx[-1]) + 1 if idx.size else 0
+            if nrows < 0:
+                raise MXNetValueError(f"row_sparse_array: cannot infer a shape from the "
+                                      f"last index {int(idx[-1])}: give shape")
             shape = (nrows,) + tuple(data.shape[1:])
         shape = normalize_shape(shape)
         if tuple(data.shape[1:]) != shape[1:]:
             raise MXNetValueError(f"row_sparse data of shape {tuple(data.shape)} does not "
                                   f"match shape {shape}: rows must have shape {shape[1:]}")
-        out = RowSparseNDArray(to_device(data, ctx, dt), to_device(idx, ctx, _INT64),
-                               shape, ctx)
-        out.check_format()
-        return out
+        # as MXNet: unsorted, repeated or out-of-range indices are kept as given
+        # (check_format reports them)
+        return RowSparseNDArray(to_device(data, ctx, dt), to_device(idx, ctx, _INT64),
+                                shape, ctx)
     if isinstance(arg1, RowSparseNDArray):
         _check_shape(arg1.shape, shape)
         out = arg1.copyto(ctx)
