@@ -129,6 +129,9 @@ OPERATOR_CASES = [
         {"lr": 0.1, "momentum": 0.9, "wd": 0.01}, dtype="float16", mp=True),
     _op("nag_mom_update", "nag_mom_update", ["mom"], {"lr": 0.1, "momentum": 0.9, "wd": 0.01,
                                                       "clip_gradient": 0.4}),
+    # into a new array: MXNet's momentum update reads the untouched weight
+    _op("nag_mom_update_new_array", "nag_mom_update", ["mom"],
+        {"lr": 0.1, "momentum": 0.9, "wd": 0.01}, out="none"),
     _op("mp_nag_mom_update_fp16", "mp_nag_mom_update", ["mom"],
         {"lr": 0.1, "momentum": 0.9}, dtype="float16", mp=True),
     _op("adam_update", "adam_update", ["mean", "var"],

@@ -12,7 +12,8 @@ from .sgd import MomentumStates, effective_momentum, sgd_kernel
 __all__ = ["NAG", "nag_kernel"]
 
 
-def nag_kernel(lr: float, wd: float, rescale: float, clip: float | None, momentum: float):
+def nag_kernel(lr: float, wd: float, rescale: float, clip: float | None, momentum: float,
+               old_weight: Any = None):
     """The NAG step on arrays, as MXNet's kernel computes it::
 
         g     = clip(rescale_grad * grad, clip_gradient)
@@ -23,7 +24,9 @@ def nag_kernel(lr: float, wd: float, rescale: float, clip: float | None, momentu
     The last line reads the *new* weight: MXNet's kernel writes the weight
     in place before it updates the momentum from it (both in
     ``nag_mom_update`` and ``mp_nag_mom_update``); MXNet 1.9.1 gives exactly
-    these numbers.
+    these numbers. When the result goes to another array (``nag_mom_update``
+    with ``out`` not the weight), MXNet's weight is untouched and the last
+    line reads it: pass it as ``old_weight`` (an array of the kernel's kind).
     """
     def kernel(w, g, mom):
         lr_, wd_, rs_, mu_ = scalars(w, lr, wd, rescale, momentum)
@@ -35,7 +38,7 @@ def nag_kernel(lr: float, wd: float, rescale: float, clip: float | None, momentu
         w -= mom
         w -= (mu_ + 1) * step
         if wd:
-            g += wd_ * w
+            g += wd_ * (w if old_weight is None else old_weight)
         g *= lr_
         mom -= g
     return kernel

@@ -131,7 +131,9 @@ def nag_mom_update(weight=None, grad=None, mom=None, lr=None, momentum=0, wd=0,
                    rescale_grad=1, clip_gradient=-1, out=None, **kwargs):
     """Nesterov momentum (the NAG optimizer's step)."""
     _required("nag_mom_update", lr=lr)
-    k = nag_kernel(lr, wd, rescale_grad, _clip(clip_gradient), momentum)
+    # into another array, MXNet's momentum update reads the untouched weight
+    old = None if out is weight else dense_view(weight, write=False)
+    k = nag_kernel(lr, wd, rescale_grad, _clip(clip_gradient), momentum, old)
     return _run("nag_mom_update", k, weight, grad, [mom], out)
 
 
