@@ -47,6 +47,10 @@ OPTIMIZER_CASES = [
                                    "multi_precision": True}, dtype="float16"),
     _case("lars_momentum_wd", "lars", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01,
                                        "eta": 0.01}),
+    # deviation D23 (docs/parity.md): per-layer norms in float64, so a few
+    # weights end an ulp or so from MXNet's after 200 steps
+    dict(_case("lars_row_sparse_gradient", "lars", {"learning_rate": 0.1, "momentum": 0.9,
+                                                    "wd": 0.01}, sparse=True), ulps=4),
     _case("lars_clip_rescale", "lars", {"learning_rate": 0.1, "wd": 0.01, "eta": 0.01,
                                         "clip_gradient": 0.5, "rescale_grad": 0.7}),
     _case("lars_fp16_mp", "lars", {"learning_rate": 0.1, "momentum": 0.9, "eta": 0.01,
