@@ -111,6 +111,25 @@ def _nbytes(obj: Any) -> int:
     return _nbytes(inner) if inner is not None else 0
 
 
+def _write_record(f: Any, seq: int, obj: Any) -> int:
+    """Append one record holding ``obj`` to the open file ``f`` (header, pickle
+    with its out-of-band buffers, footer), flushed and fsync'd; its size in bytes."""
+    bufs: List[Any] = []
+    meta = pickle.dumps(obj, protocol=5, buffer_callback=bufs.append)
+    raws = [b.raw() for b in bufs]
+    length = _META.size + len(meta) + sum(_LEN.size + r.nbytes for r in raws)
+    f.write(_HEADER.pack(_MAGIC, seq, length))
+    f.write(_META.pack(len(meta), len(raws)))
+    f.write(meta)
+    for r in raws:
+        f.write(_LEN.pack(r.nbytes))
+        f.write(r)
+    f.write(_FOOTER.pack(_END, seq))
+    f.flush()
+    os.fsync(f.fileno())
+    return _HEADER.size + length + _FOOTER.size
+
+
 def _records(buf: Any) -> Tuple[List[Tuple[int, Any]], int]:
     """The complete records in ``buf``: [(seq, delta)], and where the last ends."""
     out = []
@@ -251,23 +270,11 @@ class CheckpointLog:
         """Append ``delta`` on this thread (after anything queued before it)."""
         with self._write_lock:
             self.seq += 1
-            bufs: List[Any] = []
-            meta = pickle.dumps(delta, protocol=5, buffer_callback=bufs.append)
-            raws = [b.raw() for b in bufs]
-            length = _META.size + len(meta) + sum(_LEN.size + r.nbytes for r in raws)
             if self._file is None:
                 self._file = open(self.path, "ab")
             f = self._file
             try:
-                f.write(_HEADER.pack(_MAGIC, self.seq, length))
-                f.write(_META.pack(len(meta), len(raws)))
-                f.write(meta)
-                for r in raws:
-                    f.write(_LEN.pack(r.nbytes))
-                    f.write(r)
-                f.write(_FOOTER.pack(_END, self.seq))
-                f.flush()
-                os.fsync(f.fileno())
+                size = _write_record(f, self.seq, delta)
             except BaseException:
                 # leave no half record for the next one to follow
                 self._file = None
@@ -275,7 +282,7 @@ class CheckpointLog:
                 with open(self.path, "r+b") as g:
                     g.truncate(self._end)
                 raise
-            self._end += _HEADER.size + length + _FOOTER.size
+            self._end += size
             self.written += 1
             self._account(delta)
             if self._end > 2 * self._live + self.slack:
@@ -288,23 +295,11 @@ class CheckpointLog:
         self._file = None
         state, _, _ = load_log(self.path)
         tmp = self.path + ".tmp"
-        bufs: List[Any] = []
-        meta = pickle.dumps(state, protocol=5, buffer_callback=bufs.append)
-        raws = [b.raw() for b in bufs]
-        length = _META.size + len(meta) + sum(_LEN.size + r.nbytes for r in raws)
         with open(tmp, "wb") as f:
-            f.write(_HEADER.pack(_MAGIC, self.seq, length))
-            f.write(_META.pack(len(meta), len(raws)))
-            f.write(meta)
-            for r in raws:
-                f.write(_LEN.pack(r.nbytes))
-                f.write(r)
-            f.write(_FOOTER.pack(_END, self.seq))
-            f.flush()
-            os.fsync(f.fileno())
-        del state, raws, bufs   # the views of the old log's mapping
+            size = _write_record(f, self.seq, state)
+        del state   # the views of the old log's mapping
         os.replace(tmp, self.path)
-        self._end = _HEADER.size + length + _FOOTER.size
+        self._end = size
         self.compactions += 1
 
     def _run(self) -> None:
