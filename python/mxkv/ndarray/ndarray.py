@@ -16,6 +16,7 @@ import numpy as np
 
 from ..base import MXNetError, numeric_types
 from ..context import Context, current_context, synchronize_streams, xp_for
+from ._reshape import infer_reshape
 from ._util import (
     MXNetIndexError,
     MXNetTypeError,
@@ -49,6 +50,21 @@ def _int_dims(shape: Any) -> tuple:
         return tuple(operator.index(d) for d in shape)
     except TypeError:
         raise MXNetTypeError(f"reshape: shape {shape!r} must be a sequence of ints") from None
+
+
+_RESHAPE_ERRORS = {  # NDArray.reshape's wording of each problem (_reshape.PROBLEMS)
+    problem: "reshape {src} to {spec}: " + why for problem, why in {
+        "zero_past_end": "dim {i} is 0 (copy) but the input has only {n} dims",
+        "merge_past_end": "-3 needs two more input dims",
+        "split_short": "-4 needs an input dim and two output dims after it",
+        "split_past_end": "-4 needs an input dim and two output dims after it",
+        "split_both_infer": "split dims cannot both be -1",
+        "split_mismatch": "split dims {d0}, {d1} do not divide input dim {whole}",
+        "two_infer": "one and only one dim can be inferred",
+        "invalid_dim": "{d} is not a valid dim (special dims are 0, -1, -2, -3, -4)",
+        "cannot_infer": "the inferred dim does not divide the size",
+    }.items()}
+_RESHAPE_ERRORS["size"] = "cannot reshape an array of shape {src} into shape {spec}"
 
 
 def _shape_str(shape: tuple) -> str:
@@ -323,10 +339,7 @@ class NDArray:
         if kwargs:
             raise MXNetTypeError(f"reshape got unexpected arguments {sorted(kwargs)}; "
                                  f"accepted are 'shape' and 'reverse'")
-        dims = _infer_reshape(_int_dims(shape), self.shape, reverse)
-        if int(np.prod(dims)) != self.size:
-            raise MXNetValueError(f"cannot reshape an array of shape {self.shape} "
-                                  f"into shape {tuple(shape)}")
+        dims = infer_reshape(self.shape, _int_dims(shape), reverse, _RESHAPE_ERRORS)
         return NDArray(self._array.reshape(dims), self._ctx)
 
     def flatten(self, inplace: bool = False) -> NDArray:
@@ -562,68 +575,6 @@ def _fit(src: Any, dst: Any, idx: Any) -> Any:
     if src.size == int(np.prod(target)):
         return src.reshape(target)
     return src  # numpy's own error follows
-
-
-def _infer_reshape(spec: tuple, src: tuple, reverse: bool) -> tuple:
-    """The output shape of MXNet's reshape ``spec`` (special dims 0, -1..-4) on ``src``."""
-    def bad(why: str) -> MXNetValueError:
-        return MXNetValueError(f"reshape {src} to {spec}: {why}")
-
-    if reverse:
-        spec, src = spec[::-1], src[::-1]
-    out: list = []
-    at = 0  # the next input dim
-    infer = -1
-    i = 0
-    while i < len(spec):
-        d = spec[i]
-        if d == 0:
-            if at >= len(src):
-                raise bad(f"dim {i} is 0 (copy) but the input has only {len(src)} dims")
-            out.append(src[at])
-            at += 1
-        elif d == -1:
-            if infer >= 0:
-                raise bad("one and only one dim can be inferred")
-            infer = len(out)
-            out.append(1)
-            at += 1
-        elif d == -2:
-            out.extend(src[at:])
-            at = len(src)
-        elif d == -3:
-            if at + 1 >= len(src):
-                raise bad("-3 needs two more input dims")
-            out.append(src[at] * src[at + 1])
-            at += 2
-        elif d == -4:
-            if i + 2 >= len(spec) or at >= len(src):
-                raise bad("-4 needs an input dim and two output dims after it")
-            d0, d1, d2 = src[at], spec[i + 1], spec[i + 2]
-            if d1 == -1 and d2 == -1:
-                raise bad("split dims cannot both be -1")
-            if d1 == -1:
-                d1 = d0 // d2 if d2 else 0
-            if d2 == -1:
-                d2 = d0 // d1 if d1 else 0
-            if d1 * d2 != d0:
-                raise bad(f"split dims {d1}, {d2} do not divide input dim {d0}")
-            out.extend((d1, d2))
-            at += 1
-            i += 2
-        elif d > 0:
-            out.append(d)
-            at += 1
-        else:
-            raise bad(f"{d} is not a valid dim (special dims are 0, -1, -2, -3, -4)")
-        i += 1
-    if infer >= 0:
-        known = int(np.prod(out))
-        total = int(np.prod(src))
-        if known == 0 or total % known:
-            raise bad("the inferred dim does not divide the size")
-        out[infer] = total // known
-    return tuple(out[::-1] if reverse else out)
 
 
 def _key_str(key: Any) -> str:
