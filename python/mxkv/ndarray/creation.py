@@ -20,7 +20,8 @@ from ._util import (
     normalize_shape,
     to_device,
 )
-from .ndarray import NDArray, _ctx_arg, _scalar_for
+from .ndarray import NDArray, _ctx_arg, _scalar_for, provide
+from .row_sparse import check_stype, empty_row_sparse
 
 __all__ = ["arange", "array", "empty", "eye", "from_numpy", "from_xp", "full", "ones",
            "ones_like", "zeros", "zeros_like"]
@@ -142,8 +143,8 @@ def zeros(shape: Any, ctx: Context | None = None, dtype: Any = None,
         out[:] = 0
         return out
     if stype not in (None, "default"):
-        from . import sparse
-        return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
+        check_stype(stype)
+        return empty_row_sparse(shape, ctx=ctx, dtype=dtype)
     return _filled(shape, ctx, dtype, 0)
 
 
@@ -171,8 +172,8 @@ def empty(shape: Any, ctx: Context | None = None, dtype: Any = None,
           stype: str | None = None) -> NDArray:
     """An uninitialized array (an empty RowSparseNDArray for ``stype='row_sparse'``)."""
     if stype not in (None, "default"):
-        from . import sparse
-        return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
+        check_stype(stype)
+        return empty_row_sparse(shape, ctx=ctx, dtype=dtype)
     return _filled(shape, ctx, dtype, None)
 
 
@@ -233,3 +234,5 @@ def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: i
         host = np.repeat(host, int(repeat))
     return NDArray(host if not ctx.uses_cupy else to_device(host, ctx), ctx)
 
+
+provide(zeros_like=zeros_like, ones_like=ones_like)
