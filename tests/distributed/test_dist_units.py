@@ -148,7 +148,8 @@ def test_a_torn_last_record_is_ignored_and_cut_off_on_reopening(tmp_path):
     w = CheckpointLog(path, lambda r: None)
     w.load()
     v = np.arange(100, dtype=np.float32)
-    w.write_now({"parts": {"k": _part(v, 1)}, "meta": {}})
+    # (the next delta leaves "o" out: it is appended, not written as a new log)
+    w.write_now({"parts": {"k": _part(v, 1), "o": _part(v[:3], 1)}, "meta": {}})
     good = os.path.getsize(path)
     w.write_now({"parts": {"k": _part(v * 3, 2)}, "meta": {}})
     w.close()
@@ -173,14 +174,68 @@ def test_the_log_is_compacted_once_it_holds_twice_the_live_data(tmp_path, monkey
     w = CheckpointLog(path, lambda r: None)
     w.load()
     v = np.ones(10000, np.float32)
-    for i in range(7):
+    w.write_now({"parts": {"other": _part(v[:10], 0)}, "meta": {}})
+    for i in range(7):   # (each delta leaves "other" out: it is appended)
         w.write_now({"parts": {"k": _part(v * i, i)}, "meta": {"cmd_seq": i}})
-    assert w.compactions >= 2
+    assert w.compactions >= 2 and w.rewrites == 0
     assert os.path.getsize(path) < 3 * v.nbytes          # garbage bounded by the live data
     state, _, _ = load_log(path)
     assert state["parts"]["k"]["round"] == 6 and state["meta"]["cmd_seq"] == 6
     assert np.array_equal(state["parts"]["k"]["value"], v * 6)
-    assert sorted(os.listdir(tmp_path)) == ["shard-0.ckpt"]
+    assert np.array_equal(state["parts"]["other"]["value"], v[:10])
+    assert sorted(os.listdir(tmp_path)) == ["shard-0.ckpt", "shard-0.ckpt.spare"]
+
+
+def test_a_delta_holding_every_part_becomes_the_new_log_in_the_spare_file(tmp_path):
+    import numpy as np
+
+    path = str(tmp_path / "shard-0.ckpt")
+    w = CheckpointLog(path, lambda r: None)
+    w.load()
+    v = np.arange(20000, dtype=np.float32)
+    opt = {"cmd_seq": 1, "updater": ("optimizer", b"sgd")}
+    w.write_now({"parts": {"a": _part(v, 0), "b": _part(v[:5], 0)}, "meta": opt})
+    one = os.path.getsize(path)
+    inodes = set()
+    for i in range(1, 5):   # dense training: every part changes every round
+        w.write_now({"parts": {"a": _part(v * i, i), "b": _part(v[:5] * i, i)},
+                     "meta": {"cmd_seq": 1 + i}})
+        inodes.add(os.stat(path).st_ino)
+        assert os.path.getsize(path) < one + 200      # one record, not a growing log
+    assert w.rewrites == 4 and w.compactions == 0
+    assert len(inodes) == 2   # the log and its spare take turns: no fresh file each time
+    state, _, seq = load_log(path)
+    assert seq == 5 and state["parts"]["a"]["round"] == 4
+    assert np.array_equal(state["parts"]["a"]["value"], v * 4)
+    # the settings of earlier records are carried into the new log
+    assert state["meta"]["updater"] == ("optimizer", b"sgd") and state["meta"]["cmd_seq"] == 5
+    # a delta missing a part (or a field) is appended, as before
+    w.write_now({"parts": {"a": {"round": 5, "seen": {0: 5}}}, "meta": {}})
+    assert w.rewrites == 4 and os.path.getsize(path) > one
+
+
+def test_a_kill_in_the_middle_of_a_rewrite_leaves_a_complete_log(tmp_path):
+    import numpy as np
+
+    path = str(tmp_path / "shard-0.ckpt")
+    w = CheckpointLog(path, lambda r: None)
+    w.load()
+    v = np.arange(1000, dtype=np.float32)
+    for i in range(3):
+        w.write_now({"parts": {"k": _part(v * i, i)}, "meta": {}})
+    w.close()
+    # killed after the old log got its second name, before the swap: the
+    # log's name still holds round 2, and the spare is torn
+    os.link(path, path + ".next")
+    with open(path + ".spare", "r+b") as f:
+        f.truncate(100)
+    again = CheckpointLog(path, lambda r: None)
+    state = again.load()
+    assert state["parts"]["k"]["round"] == 2 and np.array_equal(state["parts"]["k"]["value"], v * 2)
+    assert not os.path.exists(path + ".next")
+    again.write_now({"parts": {"k": _part(v * 7, 3)}, "meta": {}})   # over the torn spare
+    state, _, _ = load_log(path)
+    assert state["parts"]["k"]["round"] == 3 and np.array_equal(state["parts"]["k"]["value"], v * 7)
 
 
 def test_queued_deltas_merge_and_a_new_optimizer_drops_older_states():
@@ -324,8 +379,10 @@ def test_pickled_optimizer_states_count_as_live_data_in_the_log(tmp_path, monkey
     w.load()
     v = np.ones(10000, np.float32)
     for i in range(3):   # value and state change together, as with momentum
-        w.write_now({"parts": {"k": _part(v * i, i, state=pickle.dumps(v * i, protocol=5))},
-                     "meta": {}})
+        parts = {"k": _part(v * i, i, state=pickle.dumps(v * i, protocol=5))}
+        if i == 0:   # (later deltas leave "other" out: they are appended)
+            parts["other"] = _part(v[:10], 0)
+        w.write_now({"parts": parts, "meta": {}})
     # two records (plus their headers) pass twice the live data: records 2 and 3
     # compact; were the states counted as nothing, every record would
     assert w.compactions == 2

@@ -18,12 +18,20 @@ which is when workers may forget the pushes it covers; on a shared
 ``MXKV_CHECKPOINT_DIR`` a shard restarted on another host reads the log
 from there.
 
-When the log holds more than twice the live data plus ``MXKV_CHECKPOINT_SLACK_MB``
-(default 32), the writer thread compacts it: it reads the log (mapped, not
-copied), writes the newest state as one record to ``shard-<i>.ckpt.tmp``
-and renames that over the log (atomic: a kill leaves the old log or the new
-one). Compaction rewrites the live data once per at least as many bytes
-appended, so its cost, too, follows the change.
+When a delta holds every field of every part the log holds (dense training
+changes every value each round, so most deltas do), it is not appended: it
+is written, with the shard-wide settings, as the one record of a new log,
+into the spare file ``shard-<i>.ckpt.spare`` overwritten in place, which
+then takes the log's name (atomic: a kill leaves the old log or the new
+one) while the old log becomes the next spare. Overwriting pages the file
+system already holds costs about half of appending fresh ones (tmpfs, 51
+MB: 11 ms against 21 ms), and no compaction is needed afterwards.
+
+Otherwise, when the log holds more than twice the live data plus
+``MXKV_CHECKPOINT_SLACK_MB`` (default 32), the writer thread compacts it: it
+reads the log (mapped, not copied) and writes the newest state the same way.
+Compaction rewrites the live data once per at least as many bytes appended,
+so its cost, too, follows the change.
 
 ``MXKV_CHECKPOINT_DIR`` chooses the directory (default: a new directory
 under ``/dev/shm`` where it exists, else the system's temporary directory;
@@ -209,13 +217,17 @@ class CheckpointLog:
         self._thread: Optional[threading.Thread] = None
         self._file: Any = None
         self._sizes: Dict[Any, List[int]] = {}   # part -> [value bytes, state bytes]
+        self._fields: Dict[Any, set] = {}        # part -> the fields the log holds
+        self._meta: Dict[str, Any] = {}          # the shard-wide settings, as replayed
         self._live = 0
         self._end = 0
         self.seq = 0
         self.error: Optional[BaseException] = None
-        #: records written, and compactions done, by this process
+        #: records written, compactions done, and deltas written as a new log
+        #: (they held every part), by this process
         self.written = 0
         self.compactions = 0
+        self.rewrites = 0
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
 
     # ------------------------------------------------------------ opening
@@ -227,11 +239,12 @@ class CheckpointLog:
         if os.path.exists(self.path):
             with open(self.path, "r+b") as f:
                 f.truncate(end)
-        try:
-            os.unlink(self.path + ".tmp")   # a compaction a kill interrupted
-        except FileNotFoundError:
-            pass
-        self._sizes, self._live = {}, 0
+        for stale in (".tmp", ".next"):   # a rewrite a kill interrupted
+            try:
+                os.unlink(self.path + stale)
+            except FileNotFoundError:
+                pass
+        self._sizes, self._fields, self._meta, self._live = {}, {}, {}, 0
         if state is not None:
             self._account(state)
         return state
@@ -242,7 +255,11 @@ class CheckpointLog:
             for sizes in self._sizes.values():
                 self._live -= sizes[1]
                 sizes[1] = 0
+            for fields in self._fields.values():
+                fields.discard("state")
+        self._meta.update({k: v for k, v in delta["meta"].items() if k != "reset_states"})
         for name, entry in delta["parts"].items():
+            self._fields.setdefault(name, set()).update(entry)
             sizes = self._sizes.setdefault(name, [0, 0])
             for i, field in enumerate(("value", "state")):
                 if field in entry:
@@ -266,10 +283,35 @@ class CheckpointLog:
                 self._thread.start()
             self._lock.notify()
 
+    def _covers(self, delta: Delta) -> bool:
+        """Whether ``delta`` holds every field of every part the log holds
+        (so that, with the settings, it is the whole state)."""
+        parts = delta["parts"]
+        reset = delta["meta"].get("reset_states", False)
+        for name, fields in self._fields.items():
+            entry = parts.get(name)
+            if entry is None:
+                return False
+            for field in fields:
+                if field not in entry and not (reset and field == "state"):
+                    return False
+        return True
+
     def write_now(self, delta: Delta) -> None:
-        """Append ``delta`` on this thread (after anything queued before it)."""
+        """Write ``delta`` on this thread (after anything queued before it):
+        appended to the log, or as a new log when it holds every part."""
         with self._write_lock:
             self.seq += 1
+            if self._end and self._covers(delta):
+                meta = dict(self._meta)
+                meta.update(delta["meta"])
+                self._rewrite({"parts": delta["parts"], "meta": meta})
+                self.rewrites += 1
+                self.written += 1
+                self._account(delta)
+                self.on_durable({n: e["round"] for n, e in delta["parts"].items()
+                                 if "round" in e})
+                return
             if self._file is None:
                 self._file = open(self.path, "ab")
             f = self._file
@@ -291,16 +333,43 @@ class CheckpointLog:
 
     def _compact(self) -> None:
         """Rewrite the log as one record of its newest state (caller holds the write lock)."""
-        self._file.close()
-        self._file = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
         state, _, _ = load_log(self.path)
-        tmp = self.path + ".tmp"
-        with open(tmp, "wb") as f:
-            size = _write_record(f, self.seq, state)
-        del state   # the views of the old log's mapping
-        os.replace(tmp, self.path)
-        self._end = size
+        self._rewrite(state)
         self.compactions += 1
+
+    def _rewrite(self, state: Delta) -> None:
+        """Make ``state`` the log's one record (caller holds the write lock).
+
+        It is written into the spare file, over what that holds (pages the
+        file system keeps, so no fresh ones), cut to size and synced; then
+        the spare takes the log's name, and the old log (kept by a second
+        name meanwhile) becomes the spare. A kill at any step leaves the
+        log's name on a complete log, old or new; ``load`` removes a
+        leftover ``.next``.
+        """
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        spare, nxt = self.path + ".spare", self.path + ".next"
+        with open(spare, "r+b" if os.path.exists(spare) else "wb") as f:
+            size = _write_record(f, self.seq, state)
+            f.truncate(size)
+            os.fsync(f.fileno())
+        del state   # (a compaction's views of the old log's mapping)
+        have_old = os.path.exists(self.path)
+        if have_old:
+            try:
+                os.unlink(nxt)
+            except FileNotFoundError:
+                pass
+            os.link(self.path, nxt)
+        os.replace(spare, self.path)
+        if have_old:
+            os.replace(nxt, spare)
+        self._end = size
 
     def _run(self) -> None:
         while True:
@@ -333,8 +402,12 @@ def copy_state(obj: Any) -> Any:
     """A deep copy of numpy arrays inside tuples, lists and dicts."""
     import numpy as np
 
+    from ...ndarray._util import empty_aligned
+
     if isinstance(obj, np.ndarray):
-        return obj.copy()
+        out = empty_aligned(obj.shape, obj.dtype)
+        np.copyto(out, obj)
+        return out
     if isinstance(obj, tuple):
         return tuple(copy_state(o) for o in obj)
     if isinstance(obj, list):
