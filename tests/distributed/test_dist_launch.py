@@ -68,6 +68,27 @@ def test_launch_runs_workers_and_a_server_process_then_cleans_up(tmp_path):
     assert _ray_processes() == before     # the cluster it started is gone
 
 
+def test_env_flags_reach_the_shards_checkpoint_dir_included(tmp_path):
+    # MXNet's launcher gives --env to its servers too: here the shards write
+    # their logs where --env says (a directory the job does not own, so it
+    # is left in place), and --env-server's checkpoint interval is theirs
+    ckpt = tmp_path / "shared-ckpt"
+    r = _launch(["-n", "2", "-s", "2", "--env", f"MXKV_CHECKPOINT_DIR={ckpt}",
+                 "--env-server", "MXKV_CHECKPOINT_ROUNDS=1"], tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "got [3.0, 3.0]" in r.stdout
+    # (a shard holding no key and given no command has nothing to log)
+    logs = sorted(p.name for p in ckpt.iterdir() if p.name.endswith(".ckpt"))
+    assert set(logs) <= {"shard-0.ckpt", "shard-1.ckpt"} and logs, sorted(os.listdir(ckpt))
+    from mxkv.kvstore.dist.checkpoint import load_log
+
+    # checkpointed after every round (MXKV_CHECKPOINT_ROUNDS=1 on the shards):
+    # the shard holding "w" logged its last round, the third
+    rounds = [load_log(str(ckpt / name))[0] for name in logs]
+    assert any(s is not None and s["parts"].get("w", {}).get("round") == 3 for s in rounds), \
+        rounds
+
+
 def test_a_crashed_worker_fails_the_job_and_is_named(tmp_path):
     r = _launch(["-n", "2", "-s", "2"], tmp_path, env={"CRASH_RANK": "1"})
     assert r.returncode == 3, r.stdout + r.stderr

@@ -23,6 +23,7 @@ stays on the node of the process that creates the job (the launcher's).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -159,12 +160,28 @@ def actor_node(actor: Any) -> Optional[str]:
         return None
 
 
+@contextlib.contextmanager
+def _environ(values: Dict[str, str]):
+    """``os.environ`` with ``values`` set, for the ``with`` block."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
                address: Optional[str] = None, p3: bool = False,
                timeouts: Optional[Timeouts] = None,
                checkpoint_dir: Optional[str] = None,
                shard_options: Optional[dict] = None,
-               placement: str = "spread") -> Job:
+               placement: str = "spread",
+               shard_env: Optional[Dict[str, str]] = None) -> Job:
     """Create a job's coordinator and ``num_servers`` shards on the connected
     Ray cluster (call ``ray.init`` first); waits until they answer, up to
     ``START_TIMEOUT`` seconds or the job's fail timeout if longer (starting
@@ -195,6 +212,11 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
     placement : {'spread', 'pack'}
         Shards as evenly over the cluster's nodes as Ray can, or on as few
         as it can (see :func:`placement_options`).
+    shard_env : dict, optional
+        Environment variables for the shards' processes (``mxkv launch``'s
+        ``--env`` and ``--env-server``), set before a shard reads any; its
+        ``MXKV_CHECKPOINT_DIR``, ``MXKV_CHECKPOINT_ROUNDS`` and
+        ``MXKV_SHARD_MAX_RESTARTS`` win over this process's.
     """
     if placement not in PLACEMENTS:
         raise ValueError(f"placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
@@ -202,16 +224,18 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
     name = name or f"job-{uuid.uuid4().hex[:10]}"
     timeouts = timeouts or Timeouts.from_env()
     owns = False
+    shard_env = {str(k): str(v) for k, v in (shard_env or {}).items()}
     if checkpoint_dir is None:
-        checkpoint_dir = env("MXKV_CHECKPOINT_DIR", "")
+        checkpoint_dir = shard_env.get("MXKV_CHECKPOINT_DIR") or env("MXKV_CHECKPOINT_DIR", "")
     if not checkpoint_dir:
         # RAM-backed where there is /dev/shm: a checkpoint is a memory copy, not disk I/O
         base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         checkpoint_dir = tempfile.mkdtemp(prefix=f"mxkv-{name}-", dir=base)
         owns = True
     os.makedirs(checkpoint_dir, exist_ok=True)
-    rounds = env("MXKV_CHECKPOINT_ROUNDS", 4, int, minimum=1)
-    restarts = env("MXKV_SHARD_MAX_RESTARTS", -1, int, minimum=-1)
+    with _environ(shard_env):   # (the shards' values, checked here: a bad one starts nothing)
+        rounds = env("MXKV_CHECKPOINT_ROUNDS", 4, int, minimum=1)
+        restarts = env("MXKV_SHARD_MAX_RESTARTS", -1, int, minimum=-1)
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     # the coordinator (not restarted: the job ends with it) stays on this node
@@ -233,7 +257,7 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
         groups.append(group)
     shards = [shard_cls.options(name=shard_name(name, i), namespace=NAMESPACE,
                                 **{**opts, **places[i], **(shard_options or {})}).remote(
-        name, i, num_workers, checkpoint_dir, rounds, timeouts.heartbeat)
+        name, i, num_workers, checkpoint_dir, rounds, timeouts.heartbeat, shard_env)
         for i in range(num_servers)]
     ray.get([s.hello.remote() for s in shards], timeout=start)
     ray.get(coordinator.set_shards.remote(shards), timeout=start)

@@ -187,8 +187,12 @@ def run(args: argparse.Namespace) -> int:
             address = cluster.address
             remove_at_end(cluster.temp_dir)
         sup.install()   # ray.init sets a SIGTERM handler of its own
+        # --env and --env-server reach the shards too (as MXNet's launcher
+        # gives them to its servers): MXKV_CHECKPOINT_DIR, MXKV_KEEP_BYTES, ...
         job = create_job(args.num_workers, args.num_servers, address=address, p3=args.p3,
-                         placement=args.shard_placement)
+                         placement=args.shard_placement,
+                         shard_env={**_env_pairs(args.env, "--env"),
+                                    **_env_pairs(args.env_server, "--env-server")})
         if job.owns_checkpoints:
             remove_at_end(job.checkpoint_dir)
         remove_at_end(data_dir(job.name))   # the same-host data path's segments

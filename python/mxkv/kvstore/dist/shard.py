@@ -115,10 +115,15 @@ class ServerShard:
         State-changing messages between checkpoints.
     heartbeat : float
         Seconds between heartbeats to the coordinator.
+    environ : dict, optional
+        Environment variables set in this process first (the job's
+        ``--env`` / ``--env-server``; the process is this actor's alone).
     """
 
     def __init__(self, job: str, index: int, num_workers: int, checkpoint_dir: str,
-                 checkpoint_rounds: int = 4, heartbeat: float = 1.0) -> None:
+                 checkpoint_rounds: int = 4, heartbeat: float = 1.0,
+                 environ: Optional[Dict[str, str]] = None) -> None:
+        os.environ.update(environ or {})
         self.ray = import_ray()
         self.job = job
         self.index = int(index)
