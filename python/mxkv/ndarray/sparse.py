@@ -2,8 +2,9 @@
 
 A :class:`RowSparseNDArray` of shape ``(n, ...)`` stores only some rows:
 ``_data`` (an xp array of shape ``(nnz,) + shape[1:]``) and ``_indices``
-(xp int64, sorted, unique, each in ``[0, n)``). ``csr`` storage is not
-supported and says so.
+(xp int64, sorted, unique, each in ``[0, n)``). ``csr`` arrays and
+``dot`` live in ``csr.py`` (reached through this module, as MXNet's
+``mx.nd.sparse``).
 
 ``RowSparseNDArray(data, indices, shape, ctx)`` and :func:`from_xp` wrap raw
 arrays without copying and check only their structure (cheap). As MXNet,
@@ -49,17 +50,10 @@ __all__ = [
 _INT64 = np.dtype(np.int64)
 
 
-def _csr_error() -> MXNetError:
-    return MXNetValueError("csr storage is not supported by mxkv: use 'row_sparse' or "
-                           "'default'")
-
-
 def _check_stype(stype: str) -> None:
-    if stype == "csr":
-        raise _csr_error()
     if stype not in ("default", "row_sparse"):
         raise MXNetValueError(f"invalid storage type {stype!r}: valid values are "
-                              f"'default', 'row_sparse'")
+                              f"'default', 'row_sparse', 'csr'")
 
 
 class RowSparseNDArray(NDArray):
@@ -362,10 +356,13 @@ def dense_to_rsp(src: NDArray, dtype: np.dtype | None = None) -> RowSparseNDArra
 
 
 def cast_storage(data: NDArray, stype: str) -> NDArray:
-    """A copy of ``data`` in storage ``stype`` ('default' or 'row_sparse')."""
-    _check_stype(stype)
+    """A copy of ``data`` in storage ``stype`` ('default', 'row_sparse' or 'csr')."""
     if not isinstance(data, NDArray):
         raise MXNetTypeError(f"cast_storage expects an NDArray, got {type(data).__name__}")
+    if stype == "csr" or data.stype == "csr":
+        from . import csr
+        return csr.cast_storage(data, stype)
+    _check_stype(stype)
     if isinstance(data, RowSparseNDArray):
         if stype == "row_sparse":
             return data.copy()
@@ -377,7 +374,10 @@ def cast_storage(data: NDArray, stype: str) -> NDArray:
 
 def zeros(stype: str, shape: Any, ctx: Context | None = None, dtype: Any = None,
           **kwargs: Any) -> NDArray:
-    """An all-zero array of storage ``stype`` (a row_sparse one stores no rows)."""
+    """An all-zero array of storage ``stype`` (a row_sparse or csr one stores nothing)."""
+    if stype == "csr":
+        from . import csr
+        return csr.zeros(shape, ctx=ctx, dtype=dtype)
     _check_stype(stype)
     if stype == "default":
         return _dense_zeros(shape, ctx=ctx, dtype=dtype)
@@ -585,8 +585,8 @@ def zeros_like(data: NDArray, **kwargs: Any) -> NDArray:
 
 
 def __getattr__(name: str) -> Any:
-    # the minimal csr type (csr.py) imports this module; reach it lazily
-    if name in ("CSRNDArray", "csr_matrix"):
+    # the csr type and its operators (csr.py) are reached lazily
+    if name in ("CSRNDArray", "csr_matrix", "dot"):
         from . import csr
         return getattr(csr, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
