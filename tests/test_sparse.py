@@ -177,6 +177,9 @@ CSR_ERRORS = {  # a bad csr call: (the call, what its error names)
     "csr_matrix 1-d": (lambda: nd.sparse.csr_matrix([1, 2, 3]), r"\(3,\)"),
     "csr_matrix tuple": (lambda: nd.sparse.csr_matrix((1, 2, 3, 4)), "length of input tuple: 4"),
     "reshape": (lambda: csr().reshape((4, 3)), r"\(3, 4\)"),
+    "a dense operator's csr out": (
+        lambda: nd.broadcast_add(nd.ones((3, 4)), nd.ones((3, 4)), out=csr()),
+        r"\(shape \(3, 4\)\) has csr storage"),
 }
 
 

@@ -59,7 +59,12 @@ class CSRNDArray(NDArray):
     def _set(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray) -> None:
         self._csr = (data, indices.astype(np.int64, copy=False),
                      indptr.astype(np.int64, copy=False))
-        self._array = data  # (what dtype and the byte encoder read)
+
+    @property
+    def _array(self) -> Any:
+        # (dense operators read this: refused, rather than computing on the values alone)
+        raise MXNetTypeError(f"this operation needs a dense array, and this one (shape "
+                             f"{self._shape}) has csr storage: use tostype('default') first")
 
     @property
     def stype(self) -> str:
