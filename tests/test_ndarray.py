@@ -734,11 +734,15 @@ def test_random_seed_of_a_gpu_context_without_a_gpu_seeds_nothing(monkeypatch):
     monkeypatch.delenv("MXKV_SIMULATE_GPUS", raising=False)
     monkeypatch.delenv("MXKV_VIRTUAL_GPUS", raising=False)
     context._reset_devices()
-    if context.num_gpus():
-        pytest.skip("a CUDA GPU is there: this checks a host without one")
-    first, second = _draws_after(lambda: mx.random.seed(3, ctx=mx.gpu(0)))
-    assert first != second
-    assert _draws_after(lambda: None) == (first, second)
+    try:
+        if context.num_gpus():
+            pytest.skip("a CUDA GPU is there: this checks a host without one")
+        first, second = _draws_after(lambda: mx.random.seed(3, ctx=mx.gpu(0)))
+        assert first != second
+        assert _draws_after(lambda: None) == (first, second)
+    finally:  # (the device model as the environment has it again)
+        monkeypatch.undo()
+        context._reset_devices()
 
 
 def test_random_seed_of_a_simulated_gpu_seeds_its_numpy_stream(simulate_gpus):
