@@ -29,6 +29,11 @@ objects (``{"py4j": {...}, "jpype": {...}}``) yields rows for each.
 
 Without a bridge benchmark we still measure the floor (the Py4J no-op round
 trip from Python, ``py4j_roundtrip.py``) and leave the Clojure rows pending.
+
+Start-up (``startup_rows``) is judged from ``startup.py``: a Clojure program
+using mxkv from the AOT jar, over Py4J and over JPype, against plain
+``clojure.main -e "(println 1)"``, each at most 2x (medians of interleaved
+whole-process runs).
 """
 from __future__ import annotations
 
@@ -126,6 +131,14 @@ def extract(raw: Dict[str, Any]) -> Dict[str, Dict[str, Optional[float]]]:
     return out
 
 
+def _shown(cmd: List[str], json_path: str) -> str:
+    """``cmd`` as the report shows it: paths in the checkout relative, the JSON file as FILE."""
+    root = os.path.dirname(HERE)
+    return " ".join("FILE" if c == json_path else
+                    os.path.relpath(c, root) if c.startswith(root + os.sep) else c
+                    for c in cmd)
+
+
 def run_bridge(mode: str, python: str, timeout: float) -> Tuple[Optional[Dict], Optional[str], str]:
     """(raw JSON, error, command) from the bridge benchmark, if there is one."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -133,10 +146,7 @@ def run_bridge(mode: str, python: str, timeout: float) -> Tuple[Optional[Dict], 
         cmd = bridge_command(mode, python, json_path)
         if cmd is None:
             return None, None, ""
-        root = os.path.dirname(HERE)
-        shown = " ".join("FILE" if c == json_path else
-                         os.path.relpath(c, root) if c.startswith(root + os.sep) else c
-                         for c in cmd)
+        shown = _shown(cmd, json_path)
         try:
             p = subprocess.run(cmd, cwd=os.path.dirname(HERE), capture_output=True, text=True,
                                timeout=timeout, env=dict(os.environ, MXKV_PYTHON=python))
@@ -218,6 +228,59 @@ def rows(mode: str, python: str, memcpy_payload_gbps: Optional[float],
                              pending or (None if vec is not None else "not in bridge output")))
     result["rows"] = out_rows
     return result
+
+
+STARTUP_TARGET = 2.0   # a program's start-up <= 2 x plain `clojure.main -e "(println 1)"`
+#: startup.py's runs and cases per mode: quick skips the from-sources case (the slowest,
+#: shown for comparison only) and runs each case once
+STARTUP_RUNS = {"quick": 1, "full": 5}
+STARTUP_CASES = {"quick": "plain_clojure,py4j_jar,jpype_jar",
+                 "full": "plain_clojure,py4j_jar,jpype_jar,py4j_sources"}
+
+
+def startup_rows(mode: str, python: str, timeout: float) -> Dict[str, Any]:
+    """Run ``startup.py`` with ``python`` (mxkv's interpreter); return
+    {"cmd", "error", "raw", "rows"}: ``clj_startup_py4j`` and
+    ``clj_startup_jpype``, each case's median over plain Clojure's."""
+    runs = STARTUP_RUNS.get(mode, STARTUP_RUNS["full"])
+    with tempfile.TemporaryDirectory() as tmp:
+        json_path = os.path.join(tmp, "startup.json")
+        cmd = [python, os.path.join(HERE, "startup.py"), "--runs", str(runs),
+               "--cases", STARTUP_CASES.get(mode, STARTUP_CASES["full"]), "--json", json_path]
+        shown = _shown(cmd, json_path)
+        raw, err = None, None
+        try:
+            p = subprocess.run(cmd, cwd=os.path.dirname(HERE), capture_output=True, text=True,
+                               timeout=timeout)
+            if p.returncode != 0:
+                tail = (p.stderr or p.stdout).strip().splitlines()[-5:]
+                err = "exit %d: %s" % (p.returncode, " | ".join(tail))
+            else:
+                with open(json_path) as f:
+                    raw = json.load(f)
+        except subprocess.TimeoutExpired:
+            err = "timed out after %.0f s" % timeout
+        except (OSError, ValueError) as e:
+            err = str(e)
+    med = (raw or {}).get("median_s", {})
+    plain = med.get("plain_clojure")
+    out_rows = []
+    for transport, case in (("py4j", "py4j_jar"), ("jpype", "jpype_jar")):
+        note = None
+        if raw:
+            note = "median of %d run(s); plain Clojure %.2f s; load %.1f" % (
+                raw["runs"], plain, raw["load"])
+            src = med.get("py4j_sources")
+            if transport == "py4j" and src is not None:
+                note += "; from sources %.2f s (%.1fx)" % (src, src / plain)
+        out_rows.append(_row("clj_startup_%s" % transport,
+                             "Clojure program start-up over %s, the AOT jar" % _label(transport),
+                             "median s / plain clojure.main median s", med.get(case), plain,
+                             "<=", STARTUP_TARGET, "s",
+                             ("startup.py failed: %s" % err) if err else
+                             (None if med.get(case) is not None else "not in startup output"),
+                             note))
+    return {"cmd": shown, "error": err, "raw": raw, "rows": out_rows}
 
 
 def _label(transport: str) -> str:

@@ -288,7 +288,8 @@ def common_args(ap: argparse.ArgumentParser, modes: List[str], default_mode: str
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     common_args(ap, sorted(MODES), "quick", "comma-separated workload names")
-    ap.add_argument("--no-bridge", action="store_true")
+    ap.add_argument("--no-bridge", action="store_true",
+                    help="skip the Clojure rows (the bridge's and start-up)")
     ap.add_argument("--bridge-python", default=None,
                     help="interpreter with py4j and mxkv for the bridge rows (default: mxkv's)")
     ap.add_argument("--record", action="store_true",
@@ -304,8 +305,9 @@ def main() -> None:
     os.makedirs(log_dir, exist_ok=True)
 
     t_start = time.time()
-    # Units of progress: worker start 2, floors 4, per row 2 setups + 2 per rep, bridge 4.
-    bar = Progress(2 + 4 + len(names) * (2 + 2 * mode["reps"]) + (0 if args.no_bridge else 4))
+    # Units of progress: worker start 2, floors 4, per row 2 setups + 2 per rep, bridge 4,
+    # start-up 2.
+    bar = Progress(2 + 4 + len(names) * (2 + 2 * mode["reps"]) + (0 if args.no_bridge else 6))
     workers = {"mxnet": WorkerProc("mxnet", args.mxnet_python, "mxnet", log_dir),
                "mxkv": WorkerProc("mxkv", args.mxkv_python, args.mxkv_module, log_dir)}
     sides: Dict[str, Any] = {}
@@ -336,6 +338,7 @@ def main() -> None:
             w.close()
 
     bridge: Dict[str, Any] = {}
+    startup: Dict[str, Any] = {}
     if not args.no_bridge:
         bar.set_label("bridge: Py4J round trip, Clojure rows")
         memcpy = (floors.get("copy") or {}).get("payload_gbps")
@@ -344,6 +347,10 @@ def main() -> None:
         floors["py4j_noop_p50_us"] = bridge.get("noop_p50_us")
         floors["py4j_noop_source"] = bridge.get("noop_source")
         bar.advance(4)
+        bar.set_label("start-up: Clojure programs against plain clojure.main")
+        startup = bridge_rows.startup_rows(args.mode, args.bridge_python or args.mxkv_python,
+                                           timeout=SETUP_TIMEOUT)
+        bar.advance(2)
     bar.close()
 
     result = {
@@ -351,7 +358,7 @@ def main() -> None:
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t_start)),
         "wall_s": time.time() - t_start, "machine": machine_info(), "sides": sides,
         "floors": floors, "rows": rows, "bandwidth": bandwidth_rows(rows),
-        "bridge": bridge,
+        "bridge": bridge, "startup": startup,
     }
     paths = report.write_all(result, args.out, docs=args.record)
     finish(report.markdown(result, image=None), paths, failures(result),
@@ -373,11 +380,13 @@ def failures(result: Dict[str, Any]) -> List[str]:
            if r.get("status") in ("FAIL", "error")]
     bad += ["%s floor (%s)" % (b["name"], b["status"]) for b in result["bandwidth"]
             if b.get("status") == "FAIL"]
-    for r in (result.get("bridge") or {}).get("rows", []):
+    for r in report.clojure_rows(result):
         if r.get("status") in ("FAIL", "error"):
             bad.append("%s (%s)" % (r.get("name", "bridge"), r["status"]))
     if (result.get("bridge") or {}).get("bridge_error"):
         bad.append("bridge (error: %s)" % result["bridge"]["bridge_error"].splitlines()[0][:120])
+    if (result.get("startup") or {}).get("error"):
+        bad.append("startup (error: %s)" % result["startup"]["error"].splitlines()[0][:120])
     return bad
 
 

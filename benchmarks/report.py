@@ -66,6 +66,29 @@ def run_header(r: Dict[str, Any], what: str = "run") -> List[str]:
             ""]
 
 
+def clojure_rows(r: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The run's rows judged against a floor rather than MXNet: the bridge's
+    (``bridge_rows.rows``) and start-up's (``bridge_rows.startup_rows``)."""
+    return [*(r.get("bridge") or {}).get("rows", []), *(r.get("startup") or {}).get("rows", [])]
+
+
+def _judged_table(heading: str, rows: List[Dict[str, Any]]) -> List[str]:
+    """A markdown table of ``bridge_rows._row`` rows under ``heading``."""
+    out = [heading, "", "| row | measure | value | floor | ratio | target | result |",
+           "|---|---|--:|--:|--:|--:|:-:|"]
+    for b in rows:
+        unit = b["unit"]
+        ratio = "-" if b.get("ratio") is None else "**%.2f**" % b["ratio"]
+        status = _result(b["status"]) + (" <sub>%s</sub>" % b["note"] if b.get("note") else "")
+        tgt = (("<= %.0fx" % b["target"]) if b["op"] == "<="
+               else (">= %.0f%%" % (100 * b["target"])))
+        out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            b["title"], b["metric"], _val(b["value"], unit), _val(b["floor"], unit), ratio,
+            tgt, status))
+    out.append("")
+    return out
+
+
 def markdown(r: Dict[str, Any], image: Optional[str]) -> str:
     reps = r["mode_settings"]
     out: List[str] = run_header(r)
@@ -127,21 +150,14 @@ def markdown(r: Dict[str, Any], image: Optional[str]) -> str:
         out.append("")
     br = r.get("bridge") or {}
     if br.get("rows"):
-        out.append("**Clojure over the bridge** (%s):" % (br.get("bridge_cmd") or
-                                                         "no bridge benchmark yet"))
-        out.append("")
-        out.append("| row | measure | value | floor | ratio | target | result |")
-        out.append("|---|---|--:|--:|--:|--:|:-:|")
-        for b in br["rows"]:
-            unit = b["unit"]
-            ratio = "-" if b.get("ratio") is None else "**%.2f**" % b["ratio"]
-            status = _result(b["status"]) + (" <sub>%s</sub>" % b["note"] if b.get("note") else "")
-            tgt = (("<= %.0fx" % b["target"]) if b["op"] == "<="
-                   else (">= %.0f%%" % (100 * b["target"])))
-            out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-                b["title"], b["metric"], _val(b["value"], unit), _val(b["floor"], unit), ratio,
-                tgt, status))
-        out.append("")
+        out += _judged_table("**Clojure over the bridge** (%s):" % (br.get("bridge_cmd") or
+                                                                  "no bridge benchmark yet"),
+                             br["rows"])
+    st = r.get("startup") or {}
+    if st.get("rows"):
+        out += _judged_table("**Clojure start-up**, whole processes against plain "
+                             "`clojure.main -e \"(println 1)\"` (%s):" % st.get("cmd"),
+                             st["rows"])
     if image:
         out.append("![mxkv / MXNet time ratios and floor fractions](%s)" % image)
         out.append("")
@@ -170,7 +186,7 @@ def chart(r: Dict[str, Any], path: str) -> bool:
                    b["target"], b["status"]) for b in r.get("bandwidth") or []
                   if b.get("target") is not None]
     floor_rows += [(b["title"], b.get("ratio"), b["op"], b["target"], b["status"])
-                   for b in (r.get("bridge") or {}).get("rows", [])]
+                   for b in clojure_rows(r)]
     fig, axes = plt.subplots(2, 1, figsize=(10, 0.45 * (len(rows) + len(floor_rows)) + 2.6),
                              gridspec_kw={"height_ratios": [max(len(rows), 1),
                                                             max(len(floor_rows), 1)]})

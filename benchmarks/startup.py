@@ -10,8 +10,11 @@ the same machine. Each is run ``--runs`` times, interleaved; the medians
 and their ratio to the baseline are printed (``--json FILE`` writes them).
 
 Target (issue 19): each transport's program at most 2x the baseline.
+``make bench`` judges it as the rows ``clj_startup_py4j`` and
+``clj_startup_jpype`` (``bridge_rows.startup_rows``: 5 runs of every case;
+``make bench-quick``: 1 run, without the from-sources case).
 
-Run: ``.venv/bin/python benchmarks/startup.py [--runs 5] [--json FILE]``
+Run: ``.venv/bin/python benchmarks/startup.py [--runs 5] [--cases a,b] [--json FILE]``
 """
 from __future__ import annotations
 
@@ -50,6 +53,10 @@ finally:
 """
 
 
+#: every case, the baseline first
+CASES = ("plain_clojure", "py4j_jar", "jpype_jar", "py4j_sources")
+
+
 def _time(cmd: List[str], env: Dict[str, str]) -> float:
     t0 = time.perf_counter()
     r = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
@@ -63,8 +70,15 @@ def _time(cmd: List[str], env: Dict[str, str]) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--cases", default=",".join(CASES),
+                    help="comma-separated cases to run (plain_clojure always runs: the "
+                         "baseline); default: %(default)s")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
+    wanted = {c for c in args.cases.split(",") if c} | {"plain_clojure"}
+    unknown = wanted - set(CASES)
+    if unknown:
+        ap.error("unknown case(s) %s; known: %s" % (", ".join(sorted(unknown)), ", ".join(CASES)))
 
     jar = str(cp.jar())  # the checkout's build/mxkv.jar, as the wheel's (rebuilt when stale)
     clj = cp.clojure_jars()
@@ -88,6 +102,7 @@ def main(argv=None) -> int:
             "jpype_jar": [python, str(driver), str(prog)],
             "py4j_sources": [java, *opts, "-cp", src_cp, "clojure.main", str(prog)],
         }
+        cases = {k: v for k, v in cases.items() if k in wanted}
         envs = {k: env for k in cases}
         envs["jpype_jar"] = dict(env, STARTUP_CP=os.pathsep.join([jar, *clj]))
         times: Dict[str, List[float]] = {k: [] for k in cases}

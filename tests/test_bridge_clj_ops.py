@@ -110,3 +110,26 @@ def test_reshape_special_dimensions():
         infer_reshape((2, 3, 4), (-1, -1))
     with pytest.raises(mx.MXNetError, match=r"-4 splits dimension 2 into 3 x 1"):
         infer_reshape((2, 3), (-4, 3, 1, 0))
+    with pytest.raises(mx.MXNetError, match=r"-4 in \(-4, -1, -1\) is followed by two -1s"):
+        infer_reshape((6,), (-4, -1, -1))  # (it gave (-6, -1), as MXNet refuses: both -1)
+
+
+@pytest.mark.parametrize("src, spec, reverse", [
+    ((2, 3, 4), (-4, 1, 2, -2), False), ((10, 5, 4), (-1, 0), True), ((2, 3, 4), (-3, -2), False),
+    ((2, 3, 4), (0, -1), True), ((2, 3, 4), (-2, 1, 1), False), ((6,), (-4, -1, 2), False),
+    ((2, 3, 4), (5, -1), False), ((2, 3), (-4, 3, 1, 0), False), ((2, 3), (1, -1, -1), False),
+    ((2, 3), (0, 0, 0), False), ((2, 3), (-3, -3), False), ((2, 3), (-5,), False)])
+def test_reshape_operator_and_ndarray_reshape_share_one_rule(src, spec, reverse):
+    # one rule (ndarray/_reshape.py), each caller with its own wording
+    from mxkv.bridge import nd_shape_ops
+    from mxkv.ndarray import _reshape
+    from mxkv.ndarray import ndarray as core
+    assert set(nd_shape_ops._RESHAPE_ERRORS) == set(core._RESHAPE_ERRORS) == set(_reshape.PROBLEMS)
+    try:
+        expected = infer_reshape(src, spec, reverse)
+    except mx.MXNetError as exc:
+        with pytest.raises(type(exc)) as got:
+            mx.nd.zeros(src).reshape(spec, reverse=reverse)
+        assert str(got.value).startswith(("reshape (", "cannot reshape"))  # NDArray's words
+    else:
+        assert mx.nd.zeros(src).reshape(spec, reverse=reverse).shape == expected

@@ -475,3 +475,59 @@ def test_release_leaves_a_store_python_published_open(facade):
     out = mx.nd.zeros((2,))
     kv.pull(3, out=out)                          # Python's store lives on
     assert out.asnumpy().tolist() == [1.0, 1.0]
+
+
+def test_close_closes_every_store_the_engine_made(tmp_path):
+    f = EngineFacade(arena=Arena(str(tmp_path)))
+    made = []
+    for kind in ("local", "device"):
+        h, _ = ok(f.call("kv.create", json.dumps([kind])))
+        made.append(f._objects[h])
+    f.describe(made[0])                          # a second handle to the same store
+    h, _ = ok(f.call("kv.create", json.dumps(["local"])))
+    released = f._objects[h]
+    ok(f.call("release", json.dumps([h])))       # closed already: closing again is harmless
+    for kv in made:
+        kv.init(0, mx.nd.ones((2,)))             # open until the engine closes
+    f.close()
+    for kv in [*made, released]:
+        with pytest.raises(MXNetError, match="closed"):
+            kv.init(1, mx.nd.ones((2,)))
+    f.close()                                    # idempotent
+
+
+def test_close_leaves_a_store_python_published_open(tmp_path):
+    f = EngineFacade(arena=Arena(str(tmp_path)))
+    with mx.kv.create("local") as kv:
+        kv.init(3, mx.nd.ones((2,)))
+        f.publish("kv", kv)
+        ok(f.call("obj.published", json.dumps(["kv"])))
+        f.close()
+        out = mx.nd.zeros((2,))
+        kv.pull(3, out=out)                      # Python's store lives on
+        assert out.asnumpy().tolist() == [1.0, 1.0]
+
+
+def test_close_closes_the_other_stores_and_the_files_when_one_store_fails(tmp_path, monkeypatch):
+    from mxkv.kvstore import base
+    from mxkv.kvstore.local import KVStore
+
+    class FailingClose(KVStore):
+        def close(self):
+            super().close()
+            raise RuntimeError("this store's close failed")
+
+    monkeypatch.setattr(base, "_FAMILIES", dict(base._FAMILIES))
+    base.register_family("failclose", lambda name: FailingClose(name))
+    f = EngineFacade(arena=Arena(str(tmp_path)))
+    stores = []
+    for kind in ("local", "failclose_local", "local"):
+        h, _ = ok(f.call("kv.create", json.dumps([kind])))
+        stores.append(f._objects[h])
+    with pytest.raises(RuntimeError, match="this store's close failed"):
+        f.close()
+    for kv in stores:
+        with pytest.raises(MXNetError, match="closed"):
+            kv.init(1, mx.nd.ones((2,)))
+    assert not os.path.exists(f.arena.path) and f.closed
+    f.close()                                    # nothing left to close: no error

@@ -793,3 +793,22 @@ def test_argmax_and_argmin_keep_the_arrays_dtype_as_mxnet():
     assert mx.nd.argmin(a, axis=0).dtype == np.int32
     assert mx.nd.argmax(a.astype("float16"), axis=1).dtype == np.float16
     assert mx.nd.argmax(a).asnumpy().tolist() == [3]
+
+
+def test_every_method_the_core_delegates_is_provided():
+    # ndarray.py imports no module above it: its methods that are their functions
+    # (sum, max, tostype, pickling...) call what those modules provide() on import
+    import re
+    from pathlib import Path
+
+    from mxkv.ndarray import ndarray as core
+    src = Path(core.__file__).parent
+    used = {n for f in ("ndarray.py", "row_sparse.py")
+            for n in re.findall(r'_provided\("(\w+)"\)', (src / f).read_text())}
+    assert {"sum", "max", "cast_storage", "pickle_state", "retain"} <= used
+    assert sorted(used - set(core._PROVIDED)) == []
+    assert all(callable(core._PROVIDED[n]) for n in used)
+    a = nd.array([[1, -2], [3, 4]])
+    assert (a.sum().asscalar(), a.max().asscalar(), a.abs().sum().asscalar()) == (6, 4, 10)
+    assert a.zeros_like().asnumpy().tolist() == [[0, 0], [0, 0]]
+    assert a.tostype("row_sparse").retain([1]).asnumpy().tolist() == [[0, 0], [3, 4]]

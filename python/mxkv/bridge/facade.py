@@ -328,12 +328,26 @@ class EngineFacade(NDArrayOps, KVStoreOps, InteropOps):
 
     # ------------------------------------------------------------ lifetime
     def close(self) -> None:
-        """Drop every object, close the arena and region file (removing their
-        files) and the published objects; a call waiting for the engine then
-        answers ``engine-dead``. Idempotent."""
+        """Close the stores this engine made (``kv.create``: their NCCL
+        communicators, pools and buffers are freed now, as a release of their
+        last handle does), drop every object, close the arena and region file
+        (removing their files) and forget the published names; a call waiting
+        for the engine then answers ``engine-dead``. Stores Python made and
+        published stay open: they are Python's to close. Idempotent. When a
+        store's close raises, the rest are still closed and the files removed,
+        then the first error is raised."""
         with self._lock:
             self.closed = True
+            made, self._made_stores = list(self._made_stores), weakref.WeakSet()
+            failed: BaseException | None = None
+            for kv in made:
+                try:
+                    kv.close()
+                except Exception as exc:  # noqa: BLE001 - close the others first
+                    failed = failed or exc
             self._objects.clear()
             self.arena.close()
             self.regions.close()
             self._close_interop()
+            if failed is not None:
+                raise failed

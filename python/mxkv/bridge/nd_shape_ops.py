@@ -10,22 +10,33 @@ to a shape of another size) these raise instead.
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from ..base import MXNetValueError
+from ..ndarray._reshape import infer_reshape as _infer_reshape
 from .nd_op_base import Operator
 from .nd_op_base import axes as _axes
 
 __all__ = ["OPERATORS", "infer_reshape"]
 
 
-def _prod(dims: Sequence[int]) -> int:
-    n = 1
-    for d in dims:
-        n *= int(d)
-    return n
+# The bridge's wording of each reshape problem (ndarray/_reshape.py, PROBLEMS).
+_RESHAPE_ERRORS = {
+    "zero_past_end": "reshape: shape {spec} uses more dimensions than the array's {src}",
+    "merge_past_end": "reshape: shape {spec} uses more dimensions than the array's {src}",
+    "split_past_end": "reshape: shape {spec} uses more dimensions than the array's {src}",
+    "split_short": "reshape: -4 in {spec} must be followed by two dimensions",
+    "split_both_infer": "reshape: -4 in {spec} is followed by two -1s; one can be inferred",
+    "split_mismatch": "reshape: -4 splits dimension {whole} into {d0} x {d1}",
+    "two_infer": "reshape: shape {spec} has more than one -1",
+    "invalid_dim": "reshape: invalid dimension {d} in shape {spec}",
+    "cannot_infer": "reshape: cannot infer the -1 of {spec} for an array of shape {src} "
+                    "({size} elements)",
+    "size": "reshape: shape {spec} gives {out} ({got} elements) for an array of shape {src} "
+            "({size} elements)",
+}
 
 
 def infer_reshape(src: Sequence[int], spec: Sequence[int], reverse: bool = False) -> tuple:
@@ -33,76 +44,14 @@ def infer_reshape(src: Sequence[int], spec: Sequence[int], reverse: bool = False
 
     0 copies a dimension, -1 is inferred, -2 copies all the remaining ones,
     -3 merges two, -4 splits one into the next two values (one may be -1);
-    with ``reverse`` the special values are matched from the right.
+    with ``reverse`` the special values are matched from the right. The rule
+    is ``NDArray.reshape``'s (``ndarray/_reshape.py``), worded for the bridge.
 
     >>> infer_reshape((2, 3, 4), (-4, 1, 2, -2))
     (1, 2, 3, 4)
     """
-    src = [int(d) for d in src]
-    spec = [int(d) for d in spec]
-    if reverse:
-        src, spec = src[::-1], spec[::-1]
-    out: List[int] = []
-    at, infer, i = 0, -1, 0
-
-    def take() -> int:
-        nonlocal at
-        if at >= len(src):
-            raise MXNetValueError(f"reshape: shape {tuple(spec)} uses more dimensions than "
-                                  f"the array's {tuple(src)}")
-        at += 1
-        return src[at - 1]
-
-    while i < len(spec):
-        d = spec[i]
-        if d == 0:
-            out.append(take())
-        elif d == -1:
-            if infer >= 0:
-                raise MXNetValueError(f"reshape: shape {tuple(spec)} has more than one -1")
-            infer = len(out)
-            out.append(1)
-            at += 1
-        elif d == -2:
-            out.extend(src[at:])
-            at = len(src)
-        elif d == -3:
-            out.append(take() * take())
-        elif d == -4:
-            if i + 2 >= len(spec):
-                raise MXNetValueError(f"reshape: -4 in {tuple(spec)} must be followed by "
-                                      "two dimensions")
-            whole = take()
-            d0, d1 = spec[i + 1], spec[i + 2]
-            if d0 == -1:
-                d0 = whole // d1 if d1 else 0
-            if d1 == -1:
-                d1 = whole // d0 if d0 else 0
-            if d0 * d1 != whole:
-                raise MXNetValueError(f"reshape: -4 splits dimension {whole} into {d0} x {d1}")
-            out.extend([d0, d1])
-            i += 2
-        elif d > 0:
-            out.append(d)
-            at += 1
-        else:
-            raise MXNetValueError(f"reshape: invalid dimension {d} in shape {tuple(spec)}")
-        i += 1
-    size = _prod(src)
-    if infer >= 0:
-        rest = _prod(out[:infer] + out[infer + 1:])
-        if rest == 0 or size % rest:
-            raise MXNetValueError(f"reshape: cannot infer the -1 of {tuple(spec)} for an array "
-                                  f"of shape {tuple(src[::-1] if reverse else src)} "
-                                  f"({size} elements)")
-        out[infer] = size // rest
-    if reverse:
-        out = out[::-1]
-    if _prod(out) != size:
-        raise MXNetValueError(f"reshape: shape {tuple(spec)} gives {tuple(out)} "
-                              f"({_prod(out)} elements) for an array of shape "
-                              f"{tuple(src[::-1] if reverse else src)} ({size} elements)")
-    return tuple(out)
+    return _infer_reshape([int(d) for d in src], [int(d) for d in spec], reverse,
+                          _RESHAPE_ERRORS)
 
 
 def _reshape(x, shape=(), reverse=False, target_shape=(), keep_highest=False):

@@ -32,7 +32,8 @@ import numpy as np
 from ..base import MXNetError, numeric_types
 from ..context import Context
 from ._util import MXNetTypeError, MXNetValueError, normalize_dtype, normalize_shape
-from .ndarray import NDArray, _ctx_arg
+from .ndarray import NDArray, _ctx_arg, provide
+from .row_sparse import RowSparseNDArray
 
 __all__ = ["CSRNDArray", "cast_storage", "csr_matrix", "dot", "zeros"]
 
@@ -430,7 +431,6 @@ def dot(lhs: Any, rhs: Any, transpose_a: bool = False, transpose_b: bool = False
     else:
         np.add.at(res, lhs._rows_of_values(), data[:, None] * r[indices])
     if transpose_a and not transpose_b:
-        from .sparse import RowSparseNDArray
         stored = np.unique(indices)
         result: NDArray = RowSparseNDArray(res[stored], stored, res.shape, lhs.context)
     else:
@@ -439,3 +439,6 @@ def dot(lhs: Any, rhs: Any, transpose_a: bool = False, transpose_b: bool = False
         return result
     result.copyto(out)
     return out
+
+
+provide(csr_cast_storage=cast_storage, csr_zeros=zeros)

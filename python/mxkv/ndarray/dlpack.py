@@ -22,7 +22,7 @@ from ..context import Context, gpu, xp_for
 from ._util import MXNetTypeError, MXNetValueError, check_wrappable
 from .cow import before_write
 from .creation import _writable_alias
-from .ndarray import NDArray
+from .ndarray import NDArray, provide
 
 __all__ = ["from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write"]
 
@@ -88,3 +88,6 @@ def from_dlpack(dlpack: Any, ctx: Context | None = None) -> NDArray:
         arr = _writable_alias(arr)  # (DLPack 0.x has no read-only flag: numpy assumes one)
     check_wrappable(arr, target)
     return NDArray(arr, target)
+
+
+provide(to_dlpack_for_read=to_dlpack_for_read, to_dlpack_for_write=to_dlpack_for_write)

@@ -23,7 +23,7 @@ writes loads here. All integers are little-endian; the layout is MXNet's
 MXNet stops reading after the names, so it loads files with mxkv's trailer;
 mxkv checks the trailer when present. What ``load`` checks is listed in
 ``docs/ndarray.md``. ``io_legacy.py`` reads the older layouts (MXNet's v0/V1
-arrays, and mxkv 0.1's own format).
+arrays, and mxkv 0.1's own format); ``io_base.py`` holds what both read with.
 """
 from __future__ import annotations
 
@@ -37,22 +37,23 @@ from ..base import MXNetIOError
 from ..context import Context, cpu
 from ..fileio import TRAILER, atomic_write, check_trailer, read_bytes, with_trailer
 from ._util import MXNetTypeError, is_host, to_device
-from .ndarray import NDArray
-from .sparse import RowSparseNDArray
+from .io_base import (
+    _DEV_TYPES,
+    FLAG_TYPES,
+    LIST_MAGIC,
+    TYPE_FLAGS,
+    V2_MAGIC,
+    V3_MAGIC,
+    Reader,
+    dtype_of,
+    place,
+    saved_context,
+)
+from .io_legacy import MXKV1_MAGIC, decode_legacy_array, decode_mxkv1
+from .ndarray import NDArray, provide
+from .row_sparse import RowSparseNDArray
 
 __all__ = ["LIST_MAGIC", "TRAILER", "load", "load_frombuffer", "save"]
-
-LIST_MAGIC = 0x112
-V1_MAGIC = 0xF993FAC8
-V2_MAGIC = 0xF993FAC9
-V3_MAGIC = 0xF993FACA
-MAX_NDIM = 32  # beyond any real array: a larger ndim means a corrupted file
-
-TYPE_FLAGS = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2,
-              np.dtype(np.uint8): 3, np.dtype(np.int32): 4, np.dtype(np.int8): 5,
-              np.dtype(np.int64): 6, np.dtype(np.bool_): 7}
-FLAG_TYPES = {v: k for k, v in TYPE_FLAGS.items()}
-_DEV_TYPES = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
 
 
 # ---------------------------------------------------------------------- writing
@@ -190,78 +191,6 @@ def save(fname: str | os.PathLike, data: Any) -> None:
 
 
 # ---------------------------------------------------------------------- reading
-class Reader:
-    """Bounds-checked little-endian reads from a bytes-like buffer; every
-    failure is an MXNetIOError naming the source and the offset."""
-
-    def __init__(self, buf: memoryview, where: str, end: Optional[int] = None) -> None:
-        self.buf, self.pos, self.where = buf, 0, where
-        self.end = len(buf) if end is None else end
-
-    def fail(self, what: str) -> MXNetIOError:
-        return MXNetIOError(f"{self.where}: {what} (at byte {self.pos})")
-
-    def take(self, n: int) -> memoryview:
-        if n < 0 or self.pos + n > self.end:
-            raise self.fail(f"file is truncated or corrupted: needs {n} more bytes, "
-                            f"{self.end - self.pos} left")
-        out = self.buf[self.pos:self.pos + n]
-        self.pos += n
-        return out
-
-    def unpack(self, fmt: str) -> tuple:
-        return struct.unpack("<" + fmt, self.take(struct.calcsize("<" + fmt)))
-
-    def shape(self, what: str, ndim_fmt: str = "i", dim_fmt: str = "q") -> Optional[tuple]:
-        """A shape; None for MXNet's 'unknown' (ndim -1)."""
-        (ndim,) = self.unpack(ndim_fmt)
-        if ndim == -1:
-            return None
-        if not 0 <= ndim <= MAX_NDIM:
-            raise self.fail(f"{what} has {ndim} dimensions: the file is corrupted")
-        dims = self.unpack(f"{ndim}{dim_fmt}")
-        if any(d < 0 for d in dims):
-            raise self.fail(f"{what} {dims} has a negative dimension: the file is corrupted")
-        return tuple(int(d) for d in dims)
-
-    def array(self, dtype: np.dtype, shape: tuple) -> np.ndarray:
-        count = 1
-        for d in shape:
-            count *= d
-        raw = self.take(count * dtype.itemsize)
-        out = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype, copy=True)
-        return out.reshape(shape)
-
-
-def dtype_of(flag: int, r: Reader) -> np.dtype:
-    if flag not in FLAG_TYPES:
-        raise r.fail(f"unknown dtype flag {flag} (a corrupted file, or a dtype mxkv does "
-                     "not support)")
-    return FLAG_TYPES[flag]
-
-
-def saved_context(dev_type: int, dev_id: int, r: Reader, keep_cpu: bool = False) -> Context:
-    """Where MXNet would load an array saved on ``(dev_type, dev_id)``: the
-    same GPU when there is one, else ``cpu(0)`` (with ``keep_cpu``, the saved
-    CPU context itself)."""
-    if dev_type not in (1, 2, 3, 5) or dev_id < 0:
-        raise r.fail(f"unknown device ({dev_type}, {dev_id}): the file is corrupted")
-    if keep_cpu and dev_type != 2:
-        names = {1: "cpu", 3: "cpu_pinned", 5: "cpu_shared"}
-        return Context(names[dev_type], dev_id)
-    if dev_type == 2:
-        from ..context import num_gpus
-        try:
-            if dev_id < num_gpus():
-                return Context("gpu", dev_id)
-        except Exception:  # noqa: BLE001 - no CUDA at all: load on the CPU, as MXNet
-            pass
-    return cpu(0)
-
-
-def place(arr: np.ndarray, ctx: Context) -> Any:
-    return arr if not ctx.uses_cupy else to_device(arr, ctx)
-
 
 def decode_array(r: Reader, i: int, ctx: Optional[Context],
                  keep_cpu: bool = False) -> Optional[NDArray]:
@@ -269,7 +198,6 @@ def decode_array(r: Reader, i: int, ctx: Optional[Context],
     MXNet's 'none' array (no shape)."""
     (magic,) = r.unpack("I")
     if magic not in (V2_MAGIC, V3_MAGIC):
-        from .io_legacy import decode_legacy_array
         return decode_legacy_array(r, magic, i, ctx)
     v3 = magic == V3_MAGIC
     (stype,) = r.unpack("i")
@@ -326,7 +254,6 @@ def _names(r: Reader, count: int) -> List[str]:
 
 def decode(buf: memoryview, ctx: Optional[Context], where: str) -> list | dict:
     """Arrays from a whole file held in ``buf``."""
-    from .io_legacy import MXKV1_MAGIC, decode_mxkv1
     if bytes(buf[:len(MXKV1_MAGIC)]) == MXKV1_MAGIC:
         return decode_mxkv1(buf, ctx or cpu(0), where)
     end = check_trailer(buf, where)
@@ -359,6 +286,26 @@ def restore_state(raw: bytes) -> NDArray:
     return arr
 
 
+def pickle_state(arr: NDArray) -> dict:
+    """MXNet's pickle state of ``arr`` (``NDArray.__getstate__``): its
+    ``NDArray::Save`` record as ``handle``."""
+    return {"handle": bytearray(b"".join(bytes(c) for c in encode_array(arr)))}
+
+
+def from_pickle_state(state: dict) -> NDArray:
+    """The array a pickle's state holds (``NDArray.__setstate__``): MXNet's
+    (``handle``: :func:`restore_state`) or mxkv 0.1's (``ctx`` with ``array``,
+    or with ``data``, ``indices`` and ``shape`` for a row_sparse one)."""
+    if "handle" in state:
+        return restore_state(bytes(state["handle"]))
+    ctx = Context(*state["ctx"])
+    if "indices" in state:
+        return RowSparseNDArray(to_device(state["data"], ctx), to_device(state["indices"], ctx),
+                                state["shape"], ctx)
+    arr = state["array"]
+    return NDArray(arr if not ctx.uses_cupy else to_device(arr, ctx), ctx)
+
+
 def load_frombuffer(buf: bytes | bytearray | memoryview,
                     ctx: Context | None = None) -> list[NDArray] | dict[str, NDArray]:
     """Load arrays saved by :func:`save` (or MXNet's ``nd.save``) from bytes.
@@ -389,3 +336,6 @@ def load(fname: str | os.PathLike,
     """
     raw = read_bytes(fname, "NDArray file")
     return decode(memoryview(raw), ctx, f"NDArray file {os.fspath(fname)!r}")
+
+
+provide(pickle_state=pickle_state, from_pickle_state=from_pickle_state)

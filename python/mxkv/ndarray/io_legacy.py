@@ -21,9 +21,9 @@ import numpy as np
 
 from ..base import MXNetIOError
 from ..context import Context
-from .io import V1_MAGIC, Reader, dtype_of, place, saved_context
+from .io_base import V1_MAGIC, Reader, dtype_of, place, saved_context
 from .ndarray import NDArray
-from .sparse import RowSparseNDArray
+from .row_sparse import RowSparseNDArray
 
 __all__ = ["MXKV1_MAGIC", "decode_legacy_array", "decode_mxkv1"]
 

@@ -10,12 +10,13 @@ contexts never share memory: each cross-context operation copies.
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from ..base import MXNetError, numeric_types
 from ..context import Context, current_context, synchronize_streams, xp_for
+from ._reshape import infer_reshape
 from ._util import (
     MXNetIndexError,
     MXNetTypeError,
@@ -51,6 +52,21 @@ def _int_dims(shape: Any) -> tuple:
         raise MXNetTypeError(f"reshape: shape {shape!r} must be a sequence of ints") from None
 
 
+_RESHAPE_ERRORS = {  # NDArray.reshape's wording of each problem (_reshape.PROBLEMS)
+    problem: "reshape {src} to {spec}: " + why for problem, why in {
+        "zero_past_end": "dim {i} is 0 (copy) but the input has only {n} dims",
+        "merge_past_end": "-3 needs two more input dims",
+        "split_short": "-4 needs an input dim and two output dims after it",
+        "split_past_end": "-4 needs an input dim and two output dims after it",
+        "split_both_infer": "split dims cannot both be -1",
+        "split_mismatch": "split dims {d0}, {d1} do not divide input dim {whole}",
+        "two_infer": "one and only one dim can be inferred",
+        "invalid_dim": "{d} is not a valid dim (special dims are 0, -1, -2, -3, -4)",
+        "cannot_infer": "the inferred dim does not divide the size",
+    }.items()}
+_RESHAPE_ERRORS["size"] = "cannot reshape an array of shape {src} into shape {spec}"
+
+
 def _shape_str(shape: tuple) -> str:
     return "x".join(str(d) for d in shape)
 
@@ -74,6 +90,30 @@ def peer_array(src: NDArray, ctx: Context, what: str) -> Any:
     if not ctx.uses_cupy or src._ctx == ctx:
         return src._array
     return to_device(src._array, ctx)
+
+
+# NDArray's methods that are functions of the modules above this one (``sum``
+# and ``abs`` of ops, ``max`` of reduce, ``zeros_like`` of creation, the DLPack
+# exports of dlpack, ``tostype`` of row_sparse, pickling of io) call them through
+# this table, which those modules fill with :func:`provide` when they are
+# imported; importing ``mxkv.ndarray`` imports them all. So this module, the
+# array core, imports none of them: the package's imports go one way, down to
+# here (tools/import_cycles.py).
+_PROVIDED: dict = {}
+
+
+def provide(**functions: Callable[..., Any]) -> None:
+    """Register the functions NDArray's methods call by these names
+    (``provide(sum=sum)`` in ``ops``); for the modules above the core."""
+    _PROVIDED.update(functions)
+
+
+def _provided(name: str) -> Callable[..., Any]:
+    try:
+        return _PROVIDED[name]
+    except KeyError:
+        raise MXNetError(f"NDArray needs {name!r}, which no loaded module provides: import "
+                         f"mxkv.ndarray, which loads them all") from None
 
 
 def _scalar_for(dtype: np.dtype, value: Any) -> Any:
@@ -217,24 +257,12 @@ class NDArray:
 
     def __getstate__(self) -> dict:
         """MXNet's pickle state: the array's ``NDArray::Save`` record as ``handle``."""
-        from .io import encode_array
-        return {"handle": bytearray(b"".join(bytes(c) for c in encode_array(self)))}
+        return _provided("pickle_state")(self)
 
     def __setstate__(self, state: dict) -> None:
         """Restore from MXNet's state (``handle``) or mxkv 0.1's (``ctx``, ``array``):
         onto the saved context, or ``cpu(0)`` when that GPU is absent."""
-        if "handle" in state:
-            from .io import restore_state
-            restored = restore_state(bytes(state["handle"]))
-        elif "indices" in state:
-            from .sparse import RowSparseNDArray
-            ctx = Context(*state["ctx"])
-            restored = RowSparseNDArray(to_device(state["data"], ctx),
-                                        to_device(state["indices"], ctx), state["shape"], ctx)
-        else:
-            ctx = Context(*state["ctx"])
-            arr = state["array"]
-            restored = NDArray(arr if not ctx.uses_cupy else to_device(arr, ctx), ctx)
+        restored = _provided("from_pickle_state")(state)
         self.__dict__.update(restored.__dict__)
         if type(restored) is not type(self):
             self.__class__ = type(restored)
@@ -288,8 +316,7 @@ class NDArray:
 
     def tostype(self, stype: str) -> NDArray:
         """A copy in storage ``stype``: ``'default'`` or ``'row_sparse'``."""
-        from . import sparse
-        return sparse.cast_storage(self, stype)
+        return _provided("cast_storage")(self, stype)
 
     def as_nd_ndarray(self) -> NDArray:
         """This array as an ``mx.nd`` NDArray: itself (MXNet's ``np`` arrays convert)."""
@@ -312,10 +339,7 @@ class NDArray:
         if kwargs:
             raise MXNetTypeError(f"reshape got unexpected arguments {sorted(kwargs)}; "
                                  f"accepted are 'shape' and 'reverse'")
-        dims = _infer_reshape(_int_dims(shape), self.shape, reverse)
-        if int(np.prod(dims)) != self.size:
-            raise MXNetValueError(f"cannot reshape an array of shape {self.shape} "
-                                  f"into shape {tuple(shape)}")
+        dims = infer_reshape(self.shape, _int_dims(shape), reverse, _RESHAPE_ERRORS)
         return NDArray(self._array.reshape(dims), self._ctx)
 
     def flatten(self, inplace: bool = False) -> NDArray:
@@ -473,21 +497,17 @@ class NDArray:
         return self
 
     def __abs__(self) -> NDArray:
-        from . import ops
-        return ops.abs(self)
+        return _provided("abs")(self)
 
     # ------------------------------------------------------------------ a few ops as methods
     def zeros_like(self) -> NDArray:
-        from .creation import zeros_like
-        return zeros_like(self)
+        return _provided("zeros_like")(self)
 
     def ones_like(self) -> NDArray:
-        from .creation import ones_like
-        return ones_like(self)
+        return _provided("ones_like")(self)
 
     def sum(self, axis=None, keepdims: bool = False) -> NDArray:
-        from . import ops
-        return ops.sum(self, axis=axis, keepdims=keepdims)
+        return _provided("sum")(self, axis=axis, keepdims=keepdims)
 
     # ------------------------------------------------------------------ DLPack
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
@@ -501,53 +521,41 @@ class NDArray:
 
     def to_dlpack_for_read(self) -> Any:
         """A DLPack capsule of this array's memory, for reading."""
-        from .dlpack import to_dlpack_for_read
-        return to_dlpack_for_read(self)
+        return _provided("to_dlpack_for_read")(self)
 
     def to_dlpack_for_write(self) -> Any:
         """A DLPack capsule of this array's memory, for writing through it."""
-        from .dlpack import to_dlpack_for_write
-        return to_dlpack_for_write(self)
+        return _provided("to_dlpack_for_write")(self)
 
     def max(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-        from . import reduce
-        return reduce.max(self, axis=axis, keepdims=keepdims, exclude=exclude)
+        return _provided("max")(self, axis=axis, keepdims=keepdims, exclude=exclude)
 
     def min(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-        from . import reduce
-        return reduce.min(self, axis=axis, keepdims=keepdims, exclude=exclude)
+        return _provided("min")(self, axis=axis, keepdims=keepdims, exclude=exclude)
 
     def mean(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-        from . import reduce
-        return reduce.mean(self, axis=axis, keepdims=keepdims, exclude=exclude)
+        return _provided("mean")(self, axis=axis, keepdims=keepdims, exclude=exclude)
 
     def prod(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-        from . import reduce
-        return reduce.prod(self, axis=axis, keepdims=keepdims, exclude=exclude)
+        return _provided("prod")(self, axis=axis, keepdims=keepdims, exclude=exclude)
 
     def norm(self, ord: int = 2, axis=None, keepdims: bool = False) -> NDArray:
-        from . import ops
-        return ops.norm(self, ord=ord, axis=axis, keepdims=keepdims)
+        return _provided("norm")(self, ord=ord, axis=axis, keepdims=keepdims)
 
     def sqrt(self) -> NDArray:
-        from . import ops
-        return ops.sqrt(self)
+        return _provided("sqrt")(self)
 
     def square(self) -> NDArray:
-        from . import ops
-        return ops.square(self)
+        return _provided("square")(self)
 
     def abs(self) -> NDArray:
-        from . import ops
-        return ops.abs(self)
+        return _provided("abs")(self)
 
     def sign(self) -> NDArray:
-        from . import ops
-        return ops.sign(self)
+        return _provided("sign")(self)
 
     def clip(self, a_min: float, a_max: float) -> NDArray:
-        from . import ops
-        return ops.clip(self, a_min, a_max)
+        return _provided("clip")(self, a_min, a_max)
 
 
 def _fit(src: Any, dst: Any, idx: Any) -> Any:
@@ -567,68 +575,6 @@ def _fit(src: Any, dst: Any, idx: Any) -> Any:
     if src.size == int(np.prod(target)):
         return src.reshape(target)
     return src  # numpy's own error follows
-
-
-def _infer_reshape(spec: tuple, src: tuple, reverse: bool) -> tuple:
-    """The output shape of MXNet's reshape ``spec`` (special dims 0, -1..-4) on ``src``."""
-    def bad(why: str) -> MXNetValueError:
-        return MXNetValueError(f"reshape {src} to {spec}: {why}")
-
-    if reverse:
-        spec, src = spec[::-1], src[::-1]
-    out: list = []
-    at = 0  # the next input dim
-    infer = -1
-    i = 0
-    while i < len(spec):
-        d = spec[i]
-        if d == 0:
-            if at >= len(src):
-                raise bad(f"dim {i} is 0 (copy) but the input has only {len(src)} dims")
-            out.append(src[at])
-            at += 1
-        elif d == -1:
-            if infer >= 0:
-                raise bad("one and only one dim can be inferred")
-            infer = len(out)
-            out.append(1)
-            at += 1
-        elif d == -2:
-            out.extend(src[at:])
-            at = len(src)
-        elif d == -3:
-            if at + 1 >= len(src):
-                raise bad("-3 needs two more input dims")
-            out.append(src[at] * src[at + 1])
-            at += 2
-        elif d == -4:
-            if i + 2 >= len(spec) or at >= len(src):
-                raise bad("-4 needs an input dim and two output dims after it")
-            d0, d1, d2 = src[at], spec[i + 1], spec[i + 2]
-            if d1 == -1 and d2 == -1:
-                raise bad("split dims cannot both be -1")
-            if d1 == -1:
-                d1 = d0 // d2 if d2 else 0
-            if d2 == -1:
-                d2 = d0 // d1 if d1 else 0
-            if d1 * d2 != d0:
-                raise bad(f"split dims {d1}, {d2} do not divide input dim {d0}")
-            out.extend((d1, d2))
-            at += 1
-            i += 2
-        elif d > 0:
-            out.append(d)
-            at += 1
-        else:
-            raise bad(f"{d} is not a valid dim (special dims are 0, -1, -2, -3, -4)")
-        i += 1
-    if infer >= 0:
-        known = int(np.prod(out))
-        total = int(np.prod(src))
-        if known == 0 or total % known:
-            raise bad("the inferred dim does not divide the size")
-        out[infer] = total // known
-    return tuple(out[::-1] if reverse else out)
 
 
 def _key_str(key: Any) -> str:

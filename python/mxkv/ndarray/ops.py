@@ -16,7 +16,7 @@ import numpy as np
 from ..base import MXNetError, numeric_types
 from ..context import cupy_or_none, synchronize_streams
 from ._util import MXNetTypeError, MXNetValueError, copy_into, device_scope
-from .ndarray import NDArray, peer_array
+from .ndarray import NDArray, peer_array, provide
 
 __all__ = [
     "ElementWiseSum",
@@ -278,3 +278,6 @@ def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = Tr
     xp = first._xp()
     with device_scope(first._ctx):
         return _finish(xp.concatenate(parts, axis=ax), first, out)
+
+
+provide(abs=abs, clip=clip, norm=norm, sign=sign, sqrt=sqrt, square=square, sum=sum)

@@ -15,7 +15,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ._util import MXNetValueError, device_scope
-from .ndarray import NDArray
+from .ndarray import NDArray, provide
+from .ops import _dense, _finish, _reduced
 
 __all__ = ["argmax", "argmin", "max", "mean", "min", "prod"]
 
@@ -33,7 +34,6 @@ def _axes(axis: Any, ndim: int, exclude: bool) -> Any:
 def _reduction(name: str, fn: Callable[..., Any]) -> Callable[..., NDArray]:
     def reduce(data: NDArray, axis: Any = None, keepdims: bool = False, exclude: bool = False,
                out: NDArray | None = None, **kwargs: Any) -> NDArray:
-        from .ops import _dense, _finish, _reduced
         data = _dense(data, name)
         xp = data._xp()
         axes = _axes(axis, data.ndim, exclude)
@@ -59,7 +59,6 @@ prod = _reduction("prod", lambda xp, a, ax, kd: xp.prod(a, axis=ax, keepdims=kd,
 def _arg_reduction(name: str, fn: Callable[..., Any]) -> Callable[..., NDArray]:
     def reduce(data: NDArray, axis: Any = None, keepdims: bool = False,
                out: NDArray | None = None, **kwargs: Any) -> NDArray:
-        from .ops import _dense, _reduced
         data = _dense(data, name)
         xp = data._xp()
         with device_scope(data._ctx):
@@ -81,3 +80,6 @@ def _arg_reduction(name: str, fn: Callable[..., Any]) -> Callable[..., NDArray]:
 
 argmax = _arg_reduction("argmax", lambda xp, a, ax, kd: xp.argmax(a, axis=ax, keepdims=kd))
 argmin = _arg_reduction("argmin", lambda xp, a, ax, kd: xp.argmin(a, axis=ax, keepdims=kd))
+
+
+provide(max=max, mean=mean, min=min, prod=prod)

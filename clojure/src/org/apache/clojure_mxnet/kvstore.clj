@@ -19,6 +19,7 @@
   (:require [clojure.spec.alpha :as s]
             [org.apache.clojure-mxnet.bridge :as bridge]
             [org.apache.clojure-mxnet.ndarray :as ndarray]
+            [org.apache.clojure-mxnet.optimizer :as optimizer]
             [org.apache.clojure-mxnet.resource-scope :as resource-scope]
             [org.apache.clojure-mxnet.util :as util])
   (:import (org.apache.clojure_mxnet.bridge Handles$Handle)
@@ -272,17 +273,17 @@
   [kvstore]
   (int (bridge/call (conn-of kvstore) "kv.rank" [(hid kvstore)])))
 
-(s/def ::optimizer #(and (map? %) (string? (:name %))))
-
 (defn set-optimizer
   "Makes every later push an update: the store builds, in the engine, the
-   optimizer `optimizer` describes (a value from
-   org.apache.clojure-mxnet.optimizer) and applies it to the stored weight
-   with the pushed sum as gradient. A distributed store runs it on its
-   servers. Returns the store."
+   optimizer `optimizer` describes (an Optimizer value from
+   org.apache.clojure-mxnet.optimizer: `(optimizer/sgd {:learning-rate 0.1})`)
+   and applies it to the stored weight with the pushed sum as gradient. A
+   distributed store runs it on its servers. Returns the store. Anything
+   else, a plain map included, is refused with ex-info :invalid-argument
+   naming the value (`optimizer/check!`)."
   [kvstore optimizer]
   (let [id (hid kvstore)]
-    (util/validate! ::optimizer optimizer "Invalid optimizer")
+    (optimizer/check! optimizer)
     (bridge/call (conn-of kvstore) "kv.set_optimizer" [id (:name optimizer) (:params optimizer)]))
   kvstore)
 

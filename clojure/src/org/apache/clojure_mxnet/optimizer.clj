@@ -21,6 +21,35 @@
 
 (defrecord Optimizer [name params])
 
+(defn- described
+  "`v` as an error message names it: nil, a plain map, a record or another
+   value with its class (printed briefly)."
+  [v]
+  (binding [*print-length* 8 *print-level* 3]
+    (cond (nil? v) "nil"
+          (record? v) (str "the record " (pr-str v))
+          (map? v) (str "a plain map " (pr-str v))
+          :else (str "a " (.getName (class v)) ": " (pr-str v)))))
+
+(defn check!
+  "Returns `optimizer` when it is an Optimizer value (from `sgd`, `adam`, ...
+   of this namespace, or `->Optimizer` for an engine optimizer by name: a
+   string :name and a map or nil :params). Otherwise throws ex-info
+   {:type :invalid-argument :value optimizer :expected ...} whose message
+   names what was passed and what is expected; a plain map (options such as
+   {:learning-rate 0.1}, or {:name \"sgd\" :params ...}) is refused
+   rather than handed to the engine. A record test, not a class test, so
+   that values made before this namespace is reloaded still pass."
+  [optimizer]
+  (if (and (record? optimizer) (string? (:name optimizer))
+           (or (nil? (:params optimizer)) (map? (:params optimizer))))
+    optimizer
+    (let [expected (str "an Optimizer made by org.apache.clojure-mxnet.optimizer, e.g. "
+                        "(optimizer/sgd {:learning-rate 0.1}), or (optimizer/->Optimizer "
+                        "\"sgd\" {\"learning_rate\" 0.1}) for an engine optimizer by name")]
+      (util/invalid! (str "Invalid optimizer: expected " expected ", got " (described optimizer))
+                     {:value optimizer :expected expected}))))
+
 ;; The engine's optimizer object behind an Optimizer value (see `update`).
 (deftype EngineOptimizer [conn ^Handles$Handle handle spec])
 
@@ -211,14 +240,13 @@
 
 ;;; ------------------------------------------------------------------ updating by hand
 
-(s/def ::optimizer #(and (record? %) (string? (:name %)) (map? (:params %))))
 (s/def ::index int?)
 
 (defn- engine-optimizer
   "The engine optimizer for `optimizer` on the default engine: the one kept
    with the value when it is current, else a new one (kept when possible)."
   ^EngineOptimizer [optimizer]
-  (util/validate! ::optimizer optimizer "Invalid optimizer")
+  (check! optimizer)
   (let [conn (bridge/connection)
         spec [(:name optimizer) (:params optimizer)]
         cell (::engine (meta optimizer))

@@ -296,6 +296,34 @@
       (is (= :invalid-argument (:type (ex-data e))))
       (is (re-find #"Invalid kvstore: expected a KVStore" (ex-message e))))))
 
+;; A plain map is not an optimizer: option maps, or a map shaped like one,
+;; were either ignored ({:name "sgd" :learning-rate 0.1} set sgd's defaults)
+;; or reached the engine (Optimizer.__init__()'s message).
+(deftest an-optimizer-that-is-no-optimizer-value-is-an-invalid-argument
+  (let [kv (doto (kvstore/create)
+             (kvstore/init "w" (nd/ones [2]))
+             (kvstore/set-optimizer (optimizer/sgd {:learning-rate 0.5 :wd 0.0})))]
+    (doseq [[bad got] [[{:learning-rate 0.1} "a plain map {:learning-rate 0.1}"]
+                       [{:name "sgd" :learning-rate 0.1} "a plain map {:name \"sgd\", :learning-rate 0.1}"]
+                       [{:name "sgd" :params {:learning-rate 0.1}} "a plain map {:name \"sgd\", :params {:learning-rate 0.1}}"]
+                       [{:name "sgd" :params {"learning_rate" 0.1}} "a plain map {:name \"sgd\", :params {\"learning_rate\" 0.1}}"]
+                       [nil "nil"]
+                       ["sgd" "a java.lang.String: \"sgd\""]
+                       [(optimizer/->Optimizer :sgd {}) "the record #org.apache.clojure_mxnet.optimizer.Optimizer{:name :sgd, :params {}}"]
+                       [(optimizer/->Optimizer "sgd" [0.1]) "the record #org.apache.clojure_mxnet.optimizer.Optimizer{:name \"sgd\", :params [0.1]}"]]]
+      (testing (pr-str bad)
+        (let [e (is (thrown? ExceptionInfo (kvstore/set-optimizer kv bad)))
+              {:keys [type value expected]} (ex-data e)]
+          (is (= :invalid-argument type))
+          (is (identical? bad value) "ex-data names the value passed")
+          (is (re-find #"^an Optimizer made by org\.apache\.clojure-mxnet\.optimizer" expected))
+          (is (= (str "Invalid optimizer: expected " expected ", got " got) (ex-message e))))))
+    (testing "the store keeps the optimizer it had: w = 1 - 0.5 * 1"
+      (kvstore/push kv "w" (nd/ones [2]))
+      (let [out (nd/zeros [2])]
+        (kvstore/pull kv "w" out)
+        (is (= [0.5 0.5] (nd/->vec out)))))))
+
 ;;; ------------------------------------------------------------------ disposal
 
 (deftest dispose-frees-the-store-and-every-later-call-says-so

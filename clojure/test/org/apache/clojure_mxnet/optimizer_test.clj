@@ -46,6 +46,15 @@
     (is (thrown-with-msg? clojure.lang.ExceptionInfo #"Invalid optimizer"
                           (kvstore/set-optimizer (kvstore/create) {:learning-rate 1})))))
 
+(deftest updating-by-hand-refuses-a-plain-map-as-set-optimizer-does
+  (let [w (ndarray/ones [2])]
+    (doseq [f [#(optimizer/create-state {:name "sgd" :params {}} 0 w)
+               #(optimizer/update {:learning-rate 0.1} 0 w (ndarray/ones [2]) nil)]]
+      (let [e (is (thrown? clojure.lang.ExceptionInfo (f)))]
+        (is (= :invalid-argument (:type (ex-data e))))
+        (is (re-find #"^Invalid optimizer: expected an Optimizer .*, got a plain map \{" (ex-message e)))))
+    (is (= [1.0 1.0] (ndarray/->vec w)) "the weight is untouched")))
+
 ;;; updating by hand
 
 (defn- weights-after

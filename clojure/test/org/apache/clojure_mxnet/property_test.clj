@@ -186,15 +186,16 @@
                p (pick r params)
                bad (pick r bad-numbers)]
            {:what (str "set-optimizer " oname " with " p " " (pr-str bad))
-            :f #(kvstore/set-optimizer kv {:name oname :params {p bad}}) :type :mxnet-error
+            :f #(kvstore/set-optimizer kv (optimizer/->Optimizer oname {p bad})) :type :mxnet-error
             :msg (re-pattern (str "^\\w+: " (java.util.regex.Pattern/quote p) " must be"))})
       17 (let [oname (str "no-such-optimizer-" (int-in r 0 1000))]
            (pick r [{:what (str "set-optimizer " oname)
-                     :f #(kvstore/set-optimizer kv {:name oname :params {}}) :type :mxnet-error
+                     :f #(kvstore/set-optimizer kv (optimizer/->Optimizer oname {})) :type :mxnet-error
                      :msg (q (str "Cannot find optimizer " oname))}
                     {:what "set-optimizer with no optimizer"
-                     :f #(kvstore/set-optimizer kv (pick r [nil {} {:name 1} "sgd" {:params {}}]))
-                     :type :invalid-argument :msg #"^Invalid optimizer$"}
+                     :f #(kvstore/set-optimizer kv (pick r [nil {} {:name 1} "sgd" {:params {}}
+                                                                {:name "sgd" :params {}}]))
+                     :type :invalid-argument :msg #"^Invalid optimizer: expected an Optimizer made by "}
                     {:what "an sgd optimizer with a bad learning rate"
                      :f #(optimizer/sgd {:learning-rate (pick r ["x" nil :lr [0.1]])})
                      :type :invalid-argument :msg #"^Incorrect sgd optimizer options$"}]))
