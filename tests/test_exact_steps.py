@@ -27,6 +27,12 @@ def _first_difference(want: str, got: str, dtype: str) -> str:
 def test_optimizer_matches_mxnet_bit_for_bit_over_200_steps(case):
     want = GOLDEN["optimizers"][case["name"]]
     got = ex.run_optimizer(mx, case)
+    if case.get("deviation_same_as"):
+        # a documented deviation: MXNet's own run (recorded) ends elsewhere,
+        # mxkv's ends where MXNet's run of the other case does
+        other = GOLDEN["optimizers"][case["deviation_same_as"]]
+        assert want["weight"] != other["weight"], "MXNet no longer differs: close the deviation"
+        want = other
     if case.get("ulps"):   # a documented deviation: within a few ulps, not bit for bit
         a, b = (np.frombuffer(bytes.fromhex(x), case["dtype"]).view(np.int32)
                 for x in (want["weight"], got["weight"]))

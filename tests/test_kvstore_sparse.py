@@ -141,6 +141,26 @@ def test_optimizer_on_a_sparse_key_missing_rows_is_refused_before_any_update():
     assert np.all(out.asnumpy() == 1)  # the valid key was not updated either
 
 
+def test_a_csr_value_or_out_is_refused_naming_the_key(kv):
+    # mxkv's stores hold dense and row_sparse arrays only (MXNet 1.9.1's local
+    # store takes a csr init, refuses a csr push, and leaves a csr out of a
+    # pull as it was)
+    c = mx.nd.array([[0, 1.5], [2, 0]]).tostype("csr")
+    kv.init("d2", mx.nd.ones((2, 2)))
+    for call in (lambda: kv.init("new", c), lambda: kv.push("d2", c),
+                 lambda: kv.push(["d2", "e"], [c, rsp([0], 5)]),
+                 lambda: kv.pull("d2", out=c), lambda: kv.pushpull("d2", c)):
+        with pytest.raises(MXNetError, match=r"for key '(d2|new)' is a csr array of shape "
+                                             r"\(2, 2\)"):
+            call()
+    out = mx.nd.zeros((2, 2))
+    kv.pull("d2", out=out)
+    assert out.asnumpy().tolist() == [[1, 1], [1, 1]]
+    assert c.asnumpy().tolist() == [[0, 1.5], [2, 0]]
+    with pytest.raises(MXNetError, match="'new'"):
+        kv.pull("new", out=mx.nd.zeros((2, 2)))
+
+
 @pytest.mark.parametrize("rows", [[3, 1], [1, 1], [1, 6], [-1, 2]])
 def test_a_row_sparse_value_with_invalid_indices_is_refused_naming_the_key(kv, rows):
     # MXNet builds such arrays (check_format reports them); a store refuses

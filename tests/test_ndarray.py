@@ -1,5 +1,6 @@
 """Dense NDArray: creation, attributes, copies versus views, indexing, arithmetic, ops."""
 import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -714,9 +715,59 @@ def test_unpickling_a_gpu_array_without_a_gpu_lands_on_the_cpu():
         b"\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")}
     a = mx.nd.arange(1)
     a.__setstate__(state)
-    if mx.context.num_gpus() == 0:
+    if context.num_gpus() == 0:
         assert a.context == mx.cpu(0)
     assert a.asnumpy().tolist() == [0.0]
+
+
+def _draws_after(seed_call):
+    """Two draws: one after ``mx.random.seed(3)``, one after ``seed_call()``."""
+    mx.random.seed(3)
+    first = mx.random.uniform(shape=(4,)).asnumpy().tolist()
+    seed_call()
+    return first, mx.random.uniform(shape=(4,)).asnumpy().tolist()
+
+
+def test_random_seed_of_a_gpu_context_without_a_gpu_seeds_nothing(monkeypatch):
+    # as MXNet 1.9.1 built without CUDA: seed(n, gpu(0)) is accepted and the
+    # CPU stream goes on where it was
+    monkeypatch.delenv("MXKV_SIMULATE_GPUS", raising=False)
+    monkeypatch.delenv("MXKV_VIRTUAL_GPUS", raising=False)
+    context._reset_devices()
+    try:
+        if context.num_gpus():
+            pytest.skip("a CUDA GPU is there: this checks a host without one")
+        first, second = _draws_after(lambda: mx.random.seed(3, ctx=mx.gpu(0)))
+        assert first != second
+        assert _draws_after(lambda: None) == (first, second)
+    finally:  # (the device model as the environment has it again)
+        monkeypatch.undo()
+        context._reset_devices()
+
+
+def test_random_seed_of_a_simulated_gpu_seeds_its_numpy_stream(simulate_gpus):
+    simulate_gpus(2)
+    mx.random.seed(5, ctx=mx.gpu(1))
+    a = mx.random.uniform(shape=(3,), ctx=mx.gpu(1)).asnumpy().tolist()
+    mx.random.seed(5, ctx=mx.gpu(1))
+    assert mx.random.uniform(shape=(3,), ctx=mx.gpu(1)).asnumpy().tolist() == a
+
+
+def test_random_seed_with_cupy_loaded_but_no_cuda_driver():
+    # The host of issue 21: CuPy installed and imported, every CUDA call failing
+    # (no driver or no GPU). Real CuPy, no stand-in: elsewhere this skips.
+    cupy = pytest.importorskip("cupy", reason="needs CuPy installed (pip install cupy-cuda12x)")
+    context._reset_devices()
+    if context.cuda_device_count():
+        pytest.skip("a CUDA GPU is there: this checks a host where CuPy sees none")
+    with pytest.raises(RuntimeError):  # the precondition: CuPy's own seed fails here
+        cupy.random.seed(1)
+    assert "cupy" in sys.modules
+    mx.random.seed(9)                      # numpy's stream only: no error
+    a = mx.random.uniform(shape=(4,)).asnumpy().tolist()
+    mx.random.seed(9, ctx="all")
+    assert mx.random.uniform(shape=(4,)).asnumpy().tolist() == a
+    mx.random.seed(9, ctx=mx.gpu(0))       # no GPU: nothing to seed, as MXNet without CUDA
 
 
 def test_random_seed_repeats_the_draws():

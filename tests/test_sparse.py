@@ -132,13 +132,94 @@ def test_bad_tuple_length_raises():
         nd.sparse.row_sparse_array(([[1.0]], [0], 3))
 
 
-def test_csr_is_not_supported():
-    for make in (lambda: nd.zeros((2, 2), stype="csr"),
-                 lambda: nd.ones((2, 2)).tostype("csr"),
-                 lambda: rsp().tostype("csr"),
-                 lambda: nd.sparse.zeros("csr", (2, 2))):
-        with pytest.raises(MXNetError, match="csr storage is not supported"):
-            make()
+def csr():
+    return nd.array([[0, 1.5, 0, 2], [0, 0, 0, 0], [3, 0, -1, 0]]).tostype("csr")
+
+
+CSR_ERRORS = {  # a bad csr call: (the call, what its error names)
+    "tostype of a 3-d array": (lambda: nd.ones((2, 3, 4)).tostype("csr"), r"\(2, 3, 4\)"),
+    "row_sparse to csr": (lambda: rsp().tostype("csr"), "from row_sparse to csr"),
+    "csr to row_sparse": (lambda: csr().tostype("row_sparse"), "from csr to row_sparse"),
+    "zeros of a 3-d shape": (lambda: nd.sparse.zeros("csr", (2, 3, 4)), r"\(2, 3, 4\)"),
+    "dot shapes": (lambda: nd.sparse.dot(csr(), nd.ones((3, 2))),
+                   r"\(3, 4\) \(transpose_a=False\) and \(3, 2\)"),
+    "dot transposed shapes": (lambda: nd.sparse.dot(csr(), nd.ones((4, 2)), transpose_a=True),
+                              r"\(3, 4\) \(transpose_a=True\) and \(4, 2\)"),
+    "dot dtypes": (lambda: nd.sparse.dot(csr(), nd.ones((4, 2), dtype="float64")),
+                   "float32 and float64"),
+    "dot int dtypes": (lambda: nd.sparse.dot(csr().astype("int32"), nd.ones((4, 2),
+                                                                          dtype="int32")),
+                       "int32 and int32"),
+    "dot 1-d rhs": (lambda: nd.sparse.dot(csr(), nd.ones((4,))), r"\(4,\)"),
+    "dot dense lhs": (lambda: nd.sparse.dot(nd.ones((2, 3)), nd.ones((3, 2))),
+                      "csr lhs, got default"),
+    "dot list rhs": (lambda: nd.sparse.dot(csr(), [[1.0]] * 4), "got list"),
+    "dot out shape": (lambda: nd.sparse.dot(csr(), nd.ones((4, 2)), out=nd.zeros((2, 2))),
+                      r"\(3, 2\) differs from destination shape \(2, 2\)"),
+    "rows past the end": (lambda: csr()[3:],
+                          r"shape \(3, 4\): \[slice\(3, None, None\)\] selects rows 3 up to 3"),
+    "row step": (lambda: csr()[::2], "step 2"),
+    "numpy row": (lambda: csr()[np.int64(1)], "int64"),
+    "two axes": (lambda: csr()[0:2, 1], r"\(3, 4\)"),
+    "add": (lambda: csr() + 1, r"operator \+ on a csr array of shape \(3, 4\) with int"),
+    "reverse divide": (lambda: 2 / csr(), "operator / on a csr array"),
+    "multiply by an array": (lambda: csr() * nd.ones((3, 4)), "with NDArray"),
+    "copyto another dtype": (lambda: csr().copyto(nd.zeros((3, 4), dtype="float64")),
+                             "dtype float32 into a dense array of dtype float64"),
+    "copyto another shape": (lambda: csr().copyto(nd.zeros((3, 5))), r"\(3, 4\).*\(3, 5\)"),
+    "copyto row_sparse": (lambda: csr().copyto(nd.zeros((3, 4)).tostype("row_sparse")),
+                          "not row_sparse"),
+    "csr_matrix of a row_sparse": (lambda: nd.sparse.csr_matrix(rsp()), "RowSparseNDArray"),
+    "csr_matrix COO form": (lambda: nd.sparse.csr_matrix(([1.0], ([0], [1])), shape=(2, 2)),
+                            "COO"),
+    "csr_matrix shape": (lambda: nd.sparse.csr_matrix(nd.ones((2, 3)), shape=(3, 2)),
+                         r"\(2, 3\) v.s. \(3, 2\)"),
+    "csr_matrix 1-d": (lambda: nd.sparse.csr_matrix([1, 2, 3]), r"\(3,\)"),
+    "csr_matrix tuple": (lambda: nd.sparse.csr_matrix((1, 2, 3, 4)), "length of input tuple: 4"),
+    "reshape": (lambda: csr().reshape((4, 3)), r"\(3, 4\)"),
+    "a dense operator's csr out": (
+        lambda: nd.broadcast_add(nd.ones((3, 4)), nd.ones((3, 4)), out=csr()),
+        r"\(shape \(3, 4\)\) has csr storage"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CSR_ERRORS))
+def test_a_bad_csr_call_names_the_shape_or_type_at_fault(name):
+    call, detail = CSR_ERRORS[name]
+    with pytest.raises(MXNetError, match=detail):
+        call()
+
+
+def test_a_failed_csr_operation_changes_nothing():
+    c = csr()
+    for bad in (lambda: c.__iadd__(1), lambda: c.__imul__(nd.ones((3, 4))),
+                lambda: c.copyto(nd.zeros((3, 5))), lambda: c.__setitem__(0, 1)):
+        with pytest.raises(MXNetError):
+            bad()
+        assert c.asnumpy().tolist() == csr().asnumpy().tolist()
+    c *= 2
+    assert c.data.asnumpy().tolist() == [3, 4, 6, -2]
+
+
+def test_csr_from_tostype_saves_and_loads_whole(tmp_path):
+    c = nd.array(np.arange(12, dtype=np.float32).reshape(3, 4) % 3).tostype("csr")
+    nd.save(str(tmp_path / "c.params"), {"c": c, "rows": c[1:]})
+    back = nd.load(str(tmp_path / "c.params"))
+    for name, want in (("c", c), ("rows", c[1:])):
+        got = back[name]
+        assert got.stype == "csr" and got.shape == want.shape
+        for part in ("data", "indices", "indptr"):
+            assert getattr(got, part).asnumpy().tolist() == \
+                getattr(want, part).asnumpy().tolist(), (name, part)
+
+
+def test_csr_on_a_simulated_gpu_stays_in_host_memory(simulate_gpus):
+    simulate_gpus(2)
+    c = csr().copyto(mx.gpu(1))
+    assert c.context == mx.gpu(1)
+    r = nd.sparse.dot(c, nd.ones((4, 2), ctx=mx.gpu(1)))
+    assert r.context == mx.gpu(1) and r.asnumpy().tolist() == [[3.5, 3.5], [0, 0], [2, 2]]
+    assert c.tostype("default").context == mx.gpu(1)
 
 
 @pytest.mark.parametrize("indices, indptr, detail", [

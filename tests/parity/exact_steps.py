@@ -27,9 +27,10 @@ def rows(step: int) -> list:
 
 
 def _case(name, opt, kwargs, dtype="float32", sparse=False, scheduler=None, idx2name=None,
-          gscale=1.0):
+          gscale=1.0, reuse_grad=False):
     return {"name": name, "optimizer": opt, "kwargs": kwargs, "dtype": dtype,
-            "sparse": sparse, "scheduler": scheduler, "idx2name": idx2name, "gscale": gscale}
+            "sparse": sparse, "scheduler": scheduler, "idx2name": idx2name, "gscale": gscale,
+            "reuse_grad": reuse_grad}
 
 
 OPTIMIZER_CASES = [
@@ -67,6 +68,25 @@ OPTIMIZER_CASES = [
                                          "batch_scale": 3, "updates_per_epoch": 7}),
     _case("lbsgd_lars", "lbsgd", {"learning_rate": 0.05, "warmup_strategy": "lars",
                                   "momentum": 0.5}),
+    # deviation D23's LBSGD part: row-sparse gradients, accumulated over 3 updates
+    _case("lbsgd_row_sparse_gradient", "lbsgd",
+          {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01, "batch_scale": 3,
+           "warmup_epochs": 1, "updates_per_epoch": 12}, sparse=True),
+    _case("lbsgd_dense_gradient_batch3", "lbsgd",
+          {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01, "batch_scale": 3,
+           "warmup_epochs": 1, "updates_per_epoch": 12}),
+    _case("lbsgd_lars_row_sparse_gradient", "lbsgd",
+          {"learning_rate": 0.05, "warmup_strategy": "lars", "momentum": 0.5,
+           "batch_scale": 2}, sparse=True),
+    # the same as lbsgd_dense_gradient_batch3, with one gradient array written
+    # in place before each update, as a store does with its merge buffer:
+    # MXNet accumulates the array it was handed first, so the next write
+    # reaches its sum; mxkv copies it, and must end where MXNet does with
+    # fresh arrays (deviation D23, tests/test_exact_steps.py)
+    dict(_case("lbsgd_dense_gradient_batch3_one_array", "lbsgd",
+               {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01, "batch_scale": 3,
+                "warmup_epochs": 1, "updates_per_epoch": 12}, reuse_grad=True),
+         deviation_same_as="lbsgd_dense_gradient_batch3"),
     _case("groupadagrad", "groupadagrad", {"learning_rate": 0.1}),
     _case("groupadagrad_clip_rescale_eps", "groupadagrad",
           {"learning_rate": 0.1, "clip_gradient": 0.3, "rescale_grad": 2.0, "eps": 1e-3}),
@@ -99,9 +119,13 @@ def run_optimizer(mx, case: dict, steps: int = STEPS) -> dict:
     updater = mx.optimizer.get_updater(mx.optimizer.create(case["optimizer"], **kwargs))
     dt = case["dtype"]
     weight = mx.nd.array(values(1, 0), dtype=dt)
+    one_array = mx.nd.zeros(SHAPE, dtype=dt) if case.get("reuse_grad") else None
     for s in range(steps):
         g = values(2, s + 1) * case["gscale"]
-        if case["sparse"]:
+        if one_array is not None:
+            one_array[:] = mx.nd.array(g, dtype=dt)
+            grad = one_array
+        elif case["sparse"]:
             r = rows(s)
             grad = mx.nd.sparse.row_sparse_array((g[r].astype(dt), np.array(r, np.int64)),
                                                  shape=SHAPE, dtype=dt)

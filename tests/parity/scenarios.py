@@ -1266,4 +1266,4 @@ def scenario_context_basics(mx):
 
 
 # The scenarios of issue 7 live in their own modules; they register here.
-from . import scenarios_api, scenarios_files, scenarios_store  # noqa: E402,F401
+from . import scenarios_api, scenarios_csr, scenarios_files, scenarios_store  # noqa: E402,F401

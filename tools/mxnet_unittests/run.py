@@ -7,7 +7,7 @@ Give it the ``tests/python/unittest`` directory of an MXNet 1.9.1 checkout
     .venv/bin/python tools/mxnet_unittests/run.py DIR --files test_kvstore.py -- -k row_sparse
 
 The test files are copied into a temporary directory (with 'csr' dropped
-from the storage-type lists they loop over: csr is not claimed) next to the shims in
+from the storage-type lists they loop over: csr arithmetic is not claimed) next to the shims in
 ``shim/``: a ``conftest.py`` that makes ``import mxnet`` give mxkv, and
 mxkv's own stand-ins for ``mxnet.test_utils``, the tests' ``common`` module
 and ``nose.tools``. Tests of features mxkv does not claim are deselected,

@@ -65,6 +65,10 @@ def _check_value(key: Any, value: Any, op: str, what: str) -> Any:
             f"{op}: {what} for key {key_name(key)} must be an NDArray, "
             f"got {type(value).__name__}"
         )
+    if value.stype == "csr":
+        raise MXNetError(f"{op}: {what} for key {key_name(key)} is a csr array of shape "
+                         f"{value.shape}; a store holds dense and row_sparse arrays "
+                         "(convert with tostype('default'))")
     if what == "value" and type(value) is RowSparseNDArray:
         _check_rows(key, value, op)
     return value

@@ -6,7 +6,7 @@ copied or shared.
 """
 from __future__ import annotations
 
-from . import creation, dlpack, io, ndarray, ops, random, reduce, sparse
+from . import creation, csr, dlpack, io, ndarray, ops, random, reduce, sparse
 from .creation import (
     arange,
     array,
@@ -78,6 +78,7 @@ __all__ = [
     "clip",
     "concat",
     "creation",
+    "csr",
     "concatenate",
     "elemwise_add",
     "empty",

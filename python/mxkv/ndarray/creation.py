@@ -20,7 +20,7 @@ from ._util import (
     normalize_shape,
     to_device,
 )
-from .ndarray import NDArray, _ctx_arg, _scalar_for, provide
+from .ndarray import NDArray, _ctx_arg, _provided, _scalar_for, provide
 from .row_sparse import check_stype, empty_row_sparse
 
 __all__ = ["arange", "array", "empty", "eye", "from_numpy", "from_xp", "full", "ones",
@@ -137,11 +137,14 @@ def _too_big(shape: tuple, dt: np.dtype, ctx: Any) -> MXNetMemoryError:
 
 def zeros(shape: Any, ctx: Context | None = None, dtype: Any = None,
           stype: str | None = None, out: NDArray | None = None, **kwargs: Any) -> NDArray:
-    """An array of zeros; ``stype='row_sparse'`` gives an empty RowSparseNDArray.
+    """An array of zeros; ``stype='row_sparse'`` (or ``'csr'``) gives an empty
+    sparse array.
     With ``out``, zeros are written into it instead."""
     if out is not None:
         out[:] = 0
         return out
+    if stype == "csr":
+        return _provided("csr_zeros")(shape, ctx=ctx, dtype=dtype)
     if stype not in (None, "default"):
         check_stype(stype)
         return empty_row_sparse(shape, ctx=ctx, dtype=dtype)
@@ -171,6 +174,8 @@ def eye(N: int, M: int = 0, k: int = 0, ctx: Context | None = None, dtype: Any =
 def empty(shape: Any, ctx: Context | None = None, dtype: Any = None,
           stype: str | None = None) -> NDArray:
     """An uninitialized array (an empty RowSparseNDArray for ``stype='row_sparse'``)."""
+    if stype == "csr":
+        return _provided("csr_zeros")(shape, ctx=ctx, dtype=dtype)
     if stype not in (None, "default"):
         check_stype(stype)
         return empty_row_sparse(shape, ctx=ctx, dtype=dtype)

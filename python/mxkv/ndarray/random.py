@@ -8,12 +8,13 @@ other numbers than MXNet does.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Optional
 
 import numpy as np
 
 from ..base import numeric_types
-from ..context import Context, xp_for
+from ..context import Context, cuda_device_count, cupy_or_none, gpu, xp_for
 from ._util import (
     MXNetTypeError,
     MXNetValueError,
@@ -27,19 +28,35 @@ __all__ = ["gamma", "normal", "randint", "randn", "seed", "uniform"]
 
 
 def seed(seed_state: int, ctx: Any = "all") -> None:
-    """Seed the generators: numpy's, and CuPy's when it is loaded (``ctx='all'``)
-    or when ``ctx`` is a GPU context."""
+    """Seed the generators the draws on ``ctx`` come from.
+
+    ``ctx='all'`` seeds numpy's (every CPU context and simulated GPU) and, when
+    CuPy is loaded, CuPy's on each CUDA device it sees: none when there is no
+    GPU or no CUDA driver (CuPy then imports but fails every call), so a host
+    without a GPU is seeded as if CuPy were absent. A CPU context or simulated
+    GPU seeds numpy's, a CUDA-backed ``gpu(i)`` that device's CuPy generator
+    (nothing where CuPy sees no GPU, as MXNet built without CUDA; an error
+    naming the context for a device id beyond those it sees).
+    """
     if not isinstance(seed_state, (int, np.integer)) or isinstance(seed_state, bool):
         raise MXNetValueError(f"seed_state must be an int, got {type(seed_state).__name__}")
     value = int(seed_state) % (2 ** 32)
-    gpu = ctx == "all" or (isinstance(ctx, Context) and ctx.is_gpu)
-    if ctx == "all" or not gpu:
+    if isinstance(ctx, str) and ctx == "all":
         np.random.seed(value)
-    if gpu:
-        import sys
-        cupy = sys.modules.get("cupy")
-        if cupy is not None:
-            cupy.random.seed(value)
+        if "cupy" in sys.modules:  # (CuPy is imported once a GPU context is used)
+            for device in range(cuda_device_count()):  # 0 without a driver
+                _seed_cupy(gpu(device), value)
+        return
+    ctx = _ctx_arg(ctx)
+    if not ctx.uses_cupy:
+        np.random.seed(value)
+    elif cupy_or_none() is not None:  # (as MXNet built without CUDA: no GPU, nothing to seed)
+        _seed_cupy(ctx, value)
+
+
+def _seed_cupy(ctx: Context, value: int) -> None:
+    with device_scope(ctx):  # (CuPy's generators are per device)
+        xp_for(ctx).random.seed(value)
 
 
 def _draw(kind: str, args: tuple, shape: Any, dtype: Any, ctx: Optional[Context],

@@ -37,18 +37,12 @@ __all__ = ["RowSparseNDArray", "cast_storage", "check_stype", "dense_to_rsp", "e
 _INT64 = np.dtype(np.int64)
 
 
-def _csr_error() -> MXNetError:
-    return MXNetValueError("csr storage is not supported by mxkv: use 'row_sparse' or "
-                           "'default'")
-
-
 def check_stype(stype: str) -> None:
-    """Raise MXNetValueError unless ``stype`` is ``'default'`` or ``'row_sparse'``."""
-    if stype == "csr":
-        raise _csr_error()
+    """Raise MXNetValueError unless ``stype`` is ``'default'`` or ``'row_sparse'``
+    (csr arrays are ``csr.py``'s: callers route ``'csr'`` there first)."""
     if stype not in ("default", "row_sparse"):
         raise MXNetValueError(f"invalid storage type {stype!r}: valid values are "
-                              f"'default', 'row_sparse'")
+                              f"'default', 'row_sparse', 'csr'")
 
 
 class RowSparseNDArray(NDArray):
@@ -356,10 +350,13 @@ def dense_to_rsp(src: NDArray, dtype: np.dtype | None = None) -> RowSparseNDArra
 
 
 def cast_storage(data: NDArray, stype: str) -> NDArray:
-    """A copy of ``data`` in storage ``stype`` ('default' or 'row_sparse')."""
-    check_stype(stype)
+    """A copy of ``data`` in storage ``stype`` ('default', 'row_sparse' or 'csr';
+    csr.py converts to and from csr)."""
     if not isinstance(data, NDArray):
         raise MXNetTypeError(f"cast_storage expects an NDArray, got {type(data).__name__}")
+    if stype == "csr" or data.stype == "csr":
+        return _provided("csr_cast_storage")(data, stype)
+    check_stype(stype)
     if isinstance(data, RowSparseNDArray):
         if stype == "row_sparse":
             return data.copy()

@@ -1,8 +1,7 @@
-"""Row-sparse arrays, as MXNet 1.9's ``mxnet.nd.sparse`` (``row_sparse`` only):
-building them from user input (:func:`row_sparse_array`, :func:`array`,
-:func:`zeros`...) and :func:`retain`. The array type itself, its checks and
-conversions are ``row_sparse.py``'s, re-exported here; ``csr`` arrays
-(``CSRNDArray``, ``csr_matrix``) are kept for files only (``csr.py``).
+"""MXNet 1.9's ``mxnet.nd.sparse``: building row-sparse arrays from user input
+(:func:`row_sparse_array`, :func:`array`, :func:`zeros`...) and :func:`retain`.
+The array type itself, its checks and conversions are ``row_sparse.py``'s,
+re-exported here, as are ``csr.py``'s ``CSRNDArray``, ``csr_matrix`` and ``dot``.
 
 As MXNet, :func:`row_sparse_array` builds the array it is given even when its
 indices are unsorted, repeated or out of range;
@@ -28,6 +27,8 @@ from ._util import (
     to_device,
 )
 from .creation import zeros as _dense_zeros
+from .csr import CSRNDArray, csr_matrix, dot
+from .csr import zeros as csr_zeros
 from .ndarray import NDArray, _ctx_arg, provide
 from .row_sparse import (
     _INT64,
@@ -40,10 +41,13 @@ from .row_sparse import (
 )
 
 __all__ = [
+    "CSRNDArray",
     "RowSparseNDArray",
     "array",
     "cast_storage",
+    "csr_matrix",
     "dense_to_rsp",
+    "dot",
     "empty",
     "from_xp",
     "retain",
@@ -55,7 +59,9 @@ __all__ = [
 
 def zeros(stype: str, shape: Any, ctx: Context | None = None, dtype: Any = None,
           **kwargs: Any) -> NDArray:
-    """An all-zero array of storage ``stype`` (a row_sparse one stores no rows)."""
+    """An all-zero array of storage ``stype`` (a row_sparse or csr one stores nothing)."""
+    if stype == "csr":
+        return csr_zeros(shape, ctx=ctx, dtype=dtype)
     check_stype(stype)
     if stype == "default":
         return _dense_zeros(shape, ctx=ctx, dtype=dtype)
@@ -238,7 +244,6 @@ def array(source_array: Any, ctx: Context | None = None, dtype: Any = None) -> N
     if type(source_array).__module__.startswith("scipy.sparse"):
         csr = source_array.tocsr().sorted_indices()
         csr.sum_duplicates()
-        from .csr import csr_matrix
         return csr_matrix((csr.data, csr.indices, csr.indptr), shape=csr.shape, ctx=ctx,
                           dtype=dtype if dtype is not None else csr.dtype)
     if isinstance(source_array, (np.ndarray, np.generic)):
@@ -255,12 +260,6 @@ def zeros_like(data: NDArray, **kwargs: Any) -> NDArray:
     return zeros(data.stype, data.shape, ctx=data.context, dtype=data.dtype)
 
 
-def __getattr__(name: str) -> Any:
-    # the csr type, kept for files only (csr.py), is loaded on first use
-    if name in ("CSRNDArray", "csr_matrix"):
-        from . import csr
-        return getattr(csr, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 provide(retain=retain)

@@ -27,7 +27,8 @@ class LBSGD(Optimizer):
     ``mult`` grows from 1 to ``batch_scale`` over ``warmup_epochs *
     updates_per_epoch`` updates (``linear``, ``power2``, ``sqrt``), or is a
     LARS ratio clipped to [0.01, 100] (``lars``). The other updates leave the
-    weight as it is.
+    weight as it is. A row-sparse gradient updates its rows only (MXNet's
+    ``sgd_(mom_)update`` with their default ``lazy_update=True``).
 
     Parameters
     ----------
@@ -132,6 +133,8 @@ class LBSGD(Optimizer):
                        weight32, grad, [mom], lazy=False)
             _cast_into(weight32, weight)
         else:
+            # (MXNet calls sgd_update / sgd_mom_update with their default
+            # lazy_update=True: a row-sparse gradient updates its rows only)
             run_kernel(sgd_kernel(lr, wd, rescale, clip, momentum, decay_form=state is None),
-                       weight, grad, [state], lazy=False)
+                       weight, grad, [state], lazy=True)
         self.cumgrads[index]["cum_grad"] = 0

@@ -3,9 +3,11 @@ optimizer, ndarray and sparse unit tests call, written for mxkv over numpy
 (random data, tolerances by dtype, optimizer comparison). It contains no
 MXNet code; the behaviour follows MXNet's documentation of these helpers.
 
-csr is not claimed by mxkv. ``rand_ndarray``/``rand_sparse_ndarray`` refuse
-it with :class:`NotClaimed`; ``compare_optimizer`` asked for csr weights or
-gradients records the call in :data:`CSR_SKIPPED` and returns without
+mxkv's csr arrays have a subset of MXNet's csr operators (``docs/ndarray.md``).
+``rand_ndarray``/``rand_sparse_ndarray`` make csr arrays as MXNet's uniform
+dataset does (without scipy; the powerlaw one raises :class:`NotClaimed`);
+``compare_optimizer`` asked for csr weights or gradients (csr optimizers are
+not claimed) records the call in :data:`CSR_SKIPPED` and returns without
 checking, so a test mixing csr sub-checks with others still runs the others
 (the runner reports how many csr sub-checks were not run, per test).
 """
@@ -21,6 +23,7 @@ import numpy as np
 import numpy.random as rnd
 
 array = mx.nd.array  # MXNet's test_utils re-exports nd.array (tests use it bare)
+Context = mx.Context  # ... and Context
 
 CSR_SKIPPED: Dict[str, int] = {}
 CURRENT_TEST = {"name": "?"}
@@ -192,22 +195,34 @@ def assign_each2(input1, input2, function):
     return np.vectorize(function)(input1, input2)
 
 
-def _refuse_csr(stype: str) -> None:
-    if stype == "csr":
-        raise NotClaimed("csr storage is not claimed by mxkv")
+def _rand_csr(shape, density, dtype, data_init, modifier_func, distribution, ctx):
+    """A random csr array and ``(indptr, indices, data)``, as MXNet's uniform
+    dataset (without scipy): each element kept with probability ``density``."""
+    if distribution not in (None, "uniform"):
+        raise NotClaimed(f"csr datasets of the {distribution} distribution")
+    assert len(shape) == 2
+    keep = rnd.rand(*shape) < density
+    val = rnd.rand(*shape).astype(dtype) if data_init is None else \
+        np.full(shape, data_init, dtype=dtype)
+    if modifier_func is not None:
+        val = assign_each(val, modifier_func)
+    csr = mx.nd.array(np.where(keep, val, 0), dtype=dtype, ctx=ctx).tostype("csr")
+    return csr, (csr.indptr, csr.indices, csr.data)
 
 
 def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=None,
                         data_init=None, rsp_indices=None, modifier_func=None,
                         shuffle_csr_indices=False, ctx=None):
     """A random row_sparse array and ``(values, indices)``: each row kept with
-    probability ``density`` (random when None), values uniform in [0, 1)."""
-    _refuse_csr(stype)
-    if stype != "row_sparse":
-        raise ValueError(f"unknown storage type {stype!r}")
+    probability ``density`` (random when None), values uniform in [0, 1); or a
+    csr array and ``(indptr, indices, data)``, each element kept so."""
     ctx = ctx or default_context()
     density = rnd.rand() if density is None else density
     dtype = default_dtype() if dtype is None else dtype
+    if stype == "csr":
+        return _rand_csr(shape, density, dtype, data_init, modifier_func, distribution, ctx)
+    if stype != "row_sparse":
+        raise ValueError(f"unknown storage type {stype!r}")
     if rsp_indices is not None:
         indices = np.asarray(rsp_indices)
     else:
@@ -236,7 +251,6 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func
 
 def create_sparse_array(shape, stype, data_init=None, rsp_indices=None, dtype=None,
                         modifier_func=None, density=.5, shuffle_csr_indices=False):
-    _refuse_csr(stype)
     idx = None if rsp_indices is None else np.sort(np.asarray(rsp_indices))
     arr, _ = rand_sparse_ndarray(shape, stype, density=density, data_init=data_init,
                                  rsp_indices=idx, dtype=dtype, modifier_func=modifier_func)
