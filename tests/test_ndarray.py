@@ -812,3 +812,24 @@ def test_every_method_the_core_delegates_is_provided():
     assert (a.sum().asscalar(), a.max().asscalar(), a.abs().sum().asscalar()) == (6, 4, 10)
     assert a.zeros_like().asnumpy().tolist() == [[0, 0], [0, 0]]
     assert a.tostype("row_sparse").retain([1]).asnumpy().tolist() == [[0, 0], [3, 4]]
+
+
+def test_big_host_copies_start_on_a_huge_page_boundary_and_equal_their_source():
+    from mxkv.ndarray._util import HUGE_PAGE, empty_aligned, to_device
+
+    for shape, dtype in [((HUGE_PAGE // 4,), np.float32), ((700, 1000), np.float64),
+                         ((3, 5), np.float32), ((1 << 20,), np.int8)]:
+        out = empty_aligned(shape, dtype)
+        assert out.shape == shape and out.dtype == dtype and out.flags.c_contiguous
+        if out.nbytes >= HUGE_PAGE:
+            assert out.ctypes.data % HUGE_PAGE == 0
+    src = np.arange(1 << 20, dtype=np.float32).reshape(1024, 1024)[:, ::2]   # strided
+    for dtype in (np.float32, np.float16, np.int64):
+        got = to_device(src, mx.cpu(), np.dtype(dtype))
+        assert got.dtype == dtype and got.flags.c_contiguous
+        assert np.array_equal(got, src.astype(dtype))
+        assert got.nbytes < HUGE_PAGE or got.ctypes.data % HUGE_PAGE == 0
+    big = mx.nd.array(np.ones((1024, 1024), np.float32))
+    copy = big.copyto(mx.cpu())
+    copy[:] = 2                      # a copy, not a view of the source
+    assert big.asnumpy().sum() == 1024 * 1024
