@@ -52,6 +52,24 @@ def test_a_reader_tells_when_a_published_segment_was_rewritten(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_a_pinned_publication_is_not_written_over_and_goes_once_unpinned(tmp_path):
+    pub = Publisher(str(tmp_path), "shard0-x", max_bytes=1 << 20)
+    first = pub.publish(("a",), [np.full(4, 1.0, np.float32)])
+    pinned = pub.pin(first)                                  # the checkpoint writer's
+    pub.publish(("a",), [np.full(4, 2.0, np.float32)])
+    third = pub.publish(("a",), [np.full(4, 3.0, np.float32)])   # first's turn in the ring
+    assert third.path != first.path                          # ... taken by a new segment
+    np.testing.assert_array_equal(pinned[0], 1.0)
+    np.testing.assert_array_equal(Reader().views(third)[0], 3.0)
+    assert len(os.listdir(tmp_path)) == 3
+    pub.unpin(first.path)
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        os.path.basename(p) for p in (pub.publish(("a",), [np.zeros(4, np.float32)]).path,
+                                      third.path))
+    pub.close()
+    assert os.listdir(tmp_path) == []
+
+
 def test_publisher_drops_least_recently_used_rings_past_its_budget(tmp_path):
     pub = Publisher(str(tmp_path), "shard0-x", max_bytes=3 * (HEADER + 4096))
     for name in ("a", "b", "c"):

@@ -166,6 +166,7 @@ class ServerShard:
         self._keep_done: Optional[asyncio.Future] = None
         self.publisher = Publisher(self.data_dir, f"shard{self.index}-{self.incarnation[:8]}",
                                    env("MXKV_SHM_PUBLISH_BYTES", 4 << 30, int, minimum=1))
+        self._pinned: List[str] = []   # pull segments the next checkpoint reads
 
     # ------------------------------------------------------------ state
     def _restore(self) -> bool:
@@ -268,8 +269,22 @@ class ServerShard:
     def _checkpoint(self, callback: Any = None) -> None:
         self._since_ckpt = 0
         self._due = 0
+        self._pushed = 0   # the pushes so far are covered once this is written
+        pinned, self._pinned = self._pinned, []
+        if pinned:   # pull segments the delta may read: let go once it is written
+            loop = asyncio.get_running_loop()
+            inner = callback
+
+            def callback(error: Optional[BaseException]) -> None:
+                loop.call_soon_threadsafe(self._unpin, pinned)
+                if inner is not None:
+                    inner(error)
         if self._dirty or self._meta_dirty or callback is not None:
             self.writer.submit(self._delta(), callback)
+
+    def _unpin(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            self.publisher.unpin(path)
 
     def _durable_future(self) -> "asyncio.Future":
         """Checkpoint what changed now; the future is done once it is on disk."""
@@ -429,11 +444,10 @@ class ServerShard:
         if not self.book.pull_ready(rank, items):
             await self.book.wait(lambda: self.book.pull_ready(rank, items))
             await self._check(incarnation, names)
-        if shm and self._due and any(n in self._dirty and n not in self._fresh for n in names):
-            # a checkpoint is due and this pull publishes changed parts: publish
-            # through the object store (immutable), so the checkpoint is
-            # written from there instead of from a copy of the values
-            shm = False
+        # a checkpoint is due and this pull publishes changed parts: the
+        # checkpoint is written from the published values (pinned until it
+        # is durable) instead of from a copy of them
+        take = self._due and any(n in self._dirty and n not in self._fresh for n in names)
         key = (names, tuple(self.book.rounds[n] for n in names), shm)
         ref = self._snapshots.get(key)
         if ref is None and shm:
@@ -444,6 +458,8 @@ class ServerShard:
                 ref = None
             if ref is not None:
                 self._snapshots[key] = ref
+                if take:
+                    self._take_published(names, ref)
             else:
                 key = key[:2] + (False,)
                 ref = self._snapshots.get(key)
@@ -480,6 +496,18 @@ class ServerShard:
             self.kv.row_sparse_pull(name, out=dst, row_ids=NDArray(np.asarray(ids), cpu(0)))
             out.append((dst._data, dst._indices))
         return out
+
+    def _take_published(self, names: Sequence[Any], batch: ShmBatch) -> None:
+        """A due checkpoint takes the changed parts' values from their pull
+        segment (pinned until the checkpoint is durable) instead of copying
+        them; once every changed part is there, it is written."""
+        for name, view in zip(names, self.publisher.pin(batch)):
+            fields = self._dirty.get(name)
+            if fields and "value" in fields and name not in self._fresh:
+                self._fresh[name] = view
+        self._pinned.append(batch.path)
+        if self._due and all(n in self._fresh for n, f in self._dirty.items() if "value" in f):
+            self._checkpoint()
 
     async def _publish_fresh(self, names: Sequence[Any], ref: Any) -> None:
         """A due checkpoint takes the changed parts of a pull's snapshot from

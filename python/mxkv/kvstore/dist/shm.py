@@ -35,7 +35,7 @@ import math
 import mmap
 import os
 import threading
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -286,6 +286,11 @@ class Publisher:
     max_bytes : int
         Segments beyond this many bytes in all are dropped, least recently
         used first (a worker still reading one keeps its mapping).
+
+    A published batch can be *pinned* (:meth:`pin`): its segment is then not
+    written over until :meth:`unpin`; a publication that comes to it in the
+    ring takes a new segment instead, and the pinned one is dropped once
+    unpinned. The shard pins what its checkpoint writer reads.
     """
 
     def __init__(self, directory: str, prefix: str, max_bytes: int) -> None:
@@ -294,6 +299,9 @@ class Publisher:
         self.max_bytes = max_bytes
         os.makedirs(directory, mode=0o700, exist_ok=True)   # once (see PushPool)
         self._rings: "collections.OrderedDict[Any, list]" = collections.OrderedDict()
+        self._segments: Dict[str, Segment] = {}
+        self._pins: Dict[str, int] = {}
+        self._detached: Dict[str, Segment] = {}   # out of their ring, still pinned
         self._bytes = 0
         self._count = 0
         self._gen = 0
@@ -309,6 +317,9 @@ class Publisher:
             ring = [[self._new(size), self._new(size)], 0]
         self._rings[names] = ring
         seg = ring[0][ring[1]]
+        if self._pins.get(seg.path):   # being read by the checkpoint writer
+            self._detached[seg.path] = seg
+            seg = ring[0][ring[1]] = self._new(size)
         ring[1] ^= 1
         self._gen += 2
         seg.set_gen(self._gen - 1)   # odd: being written
@@ -318,25 +329,54 @@ class Publisher:
         self._trim()
         return ShmBatch(seg.path, self._gen, parts)
 
+    def pin(self, batch: ShmBatch) -> List[np.ndarray]:
+        """Views of a batch this publisher made, which stay as they are
+        until :meth:`unpin` (``batch.path``) is called as often as this."""
+        seg = self._segments[batch.path]
+        self._pins[batch.path] = self._pins.get(batch.path, 0) + 1
+        return seg.views(batch)
+
+    def unpin(self, path: str) -> None:
+        left = self._pins.get(path, 0) - 1
+        if left > 0:
+            self._pins[path] = left
+            return
+        self._pins.pop(path, None)
+        seg = self._detached.pop(path, None)
+        if seg is not None:
+            self._release(seg)
+
     def _new(self, size: int) -> Segment:
         self._count += 1
         path = os.path.join(self.directory, f"{self.prefix}-{self._count}")
         self._bytes += size
-        return Segment(path, size, create=True)
+        seg = self._segments[path] = Segment(path, size, create=True)
+        return seg
+
+    def _release(self, seg: Segment) -> None:
+        if self._pins.get(seg.path):
+            self._detached[seg.path] = seg   # dropped when unpinned
+            return
+        self._bytes -= seg.size
+        self._segments.pop(seg.path, None)
+        seg.close(unlink=True)
 
     def _drop(self, ring: list) -> None:
         for seg in ring[0]:
-            self._bytes -= seg.size
-            seg.close(unlink=True)
+            self._release(seg)
 
     def _trim(self) -> None:
         while self._bytes > self.max_bytes and len(self._rings) > 1:
             self._drop(self._rings.popitem(last=False)[1])
 
     def close(self) -> None:
+        self._pins.clear()
         for ring in self._rings.values():
             self._drop(ring)
         self._rings.clear()
+        for seg in self._detached.values():
+            self._release(seg)
+        self._detached.clear()
 
 
 def remove_stale(directory: str, prefix: str) -> None:
