@@ -96,7 +96,8 @@ gpu-check-quick:
 
 # Fails on any finding; CI runs it before the tests. import_cycles fails on an
 # import cycle not listed in tools/import_cycles_allow.txt; docstrings when
-# fewer public modules, classes and functions than its FLOOR carry one.
+# fewer public modules, classes and functions than its FLOOR carry one (or
+# than its OWN_FLOOR carry one of their own, not inherited).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check python tests tools benchmarks interop-tests examples setup.py
 	$(PY) tools/import_cycles.py

@@ -30,16 +30,16 @@ first use with ``pip install torch==2.13.0`` (a CPU build). Writes
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Dict, List, Optional
+
+from dist_jobs import launch_command, run_job
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -78,37 +78,17 @@ def torch_python() -> Optional[str]:
 
 def run_once(side: str, workers: int, servers: int, iters: int, warmup: int, pys: Dict,
              workload: str = "resnet50") -> Dict:
-    out = tempfile.NamedTemporaryFile(prefix=f"dist-{side}-", suffix=".json", delete=False).name
-    worker = os.path.join(HERE, "dist_worker.py")
-    if side == "mxnet":
-        cmd = [pys["mxnet"], os.path.join(HERE, "mxnet_launch.py"), "-n", str(workers), "-s",
-               str(servers), "--", pys["mxnet"], worker, "--module", "mxnet"]
-    elif side == "mxkv":
-        mxkv = os.path.join(os.path.dirname(pys["mxkv"]), "mxkv")
-        cmd = [mxkv, "launch", "-n", str(workers), "-s", str(servers), "--",
-               pys["mxkv"], worker, "--module", "mxkv"]
+    if side in ("mxnet", "mxkv"):
+        cmd = launch_command(side, workers, servers, pys[side],
+                             os.path.join(HERE, "dist_worker.py"),
+                             ["--module", side, "--workload", workload])
     else:
         cmd = [pys["torch"], os.path.join(HERE, "torch_gloo.py"), "-n", str(workers),
                "--mode", side.split("_")[1]]
-    if side in ("mxnet", "mxkv"):
-        cmd += ["--workload", workload]
-    cmd += ["--iters", str(iters), "--warmup", str(warmup), "--out", out]
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=HERE)
-    wall = time.perf_counter() - t
-    ranks = []
-    try:
-        with open(out) as f:
-            data = json.load(f)
-        for extra in sorted(glob.glob(out + ".rank*")):
-            with open(extra) as f:
-                ranks.append(json.load(f))
-    except (OSError, ValueError):
-        raise RuntimeError(f"{side} run failed (code {proc.returncode}):\n"
-                           f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}") from None
-    finally:
-        for path in [out] + glob.glob(out + ".rank*"):
-            os.unlink(path)
+    cmd += ["--iters", str(iters), "--warmup", str(warmup)]
+    # (the result counts even when a launcher exits non-zero after rank 0 wrote it)
+    with run_job(cmd, side, check=False, timeout=900, cwd=HERE) as job:
+        data, ranks, wall = job.data, job.ranks, job.wall_s
     data["median_s"] = statistics.median(data["times_s"]) if data["times_s"] else None
     data["wall_s"] = wall
     if "peak_rss_bytes" in data:

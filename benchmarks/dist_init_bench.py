@@ -20,12 +20,10 @@ import argparse
 import importlib
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from dist_jobs import launch_command, run_job, run_sides
 
 
 def worker(a: argparse.Namespace) -> int:
@@ -56,23 +54,12 @@ def worker(a: argparse.Namespace) -> int:
 
 
 def run_side(side: str, a: argparse.Namespace) -> dict:
-    out = tempfile.NamedTemporaryFile(prefix=f"init-{side}-", suffix=".json", delete=False).name
-    me = os.path.abspath(__file__)
-    args = ["--worker", "--module", side, "--keys", str(a.keys), "--mb", str(a.mb), "--out", out]
-    if side == "mxnet":
-        py = a.mxnet_py
-        cmd = [py, os.path.join(HERE, "mxnet_launch.py"), "-n", "1", "-s", str(a.servers),
-               "--", py, me] + args
-    else:
-        py = a.mxkv_py
-        cmd = [os.path.join(os.path.dirname(py), "mxkv"), "launch", "-n", "1", "-s",
-               str(a.servers), "--", py, me] + args
-    t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL if a.quiet else None)
-    wall = time.perf_counter() - t
-    with open(out) as f:
-        times = json.load(f)["times_s"]
-    os.unlink(out)
+    """One job of ``side`` (``mxkv`` or ``mxnet``): its row."""
+    py = a.mxnet_py if side == "mxnet" else a.mxkv_py
+    cmd = launch_command(side, 1, a.servers, py, os.path.abspath(__file__),
+                         ["--worker", "--module", side, "--keys", str(a.keys), "--mb", str(a.mb)])
+    with run_job(cmd, f"init-{side}", quiet=a.quiet) as job:
+        times, wall = job.data["times_s"], job.wall_s
     first = sum(times[:10]) / 10
     last = sum(times[-10:]) / 10
     return {"side": side, "first10_ms": first * 1e3, "last10_ms": last * 1e3,
@@ -96,17 +83,9 @@ def main() -> int:
     a = p.parse_args()
     if a.worker:
         return worker(a)
-    rows = []
-    for _ in range(a.reps):
-        for side in a.sides.split(","):
-            r = run_side(side, a)
-            rows.append(r)
-            print(f"{side:6s} first10 {r['first10_ms']:7.1f} ms  last10 {r['last10_ms']:7.1f} ms"
-                  f"  ratio {r['ratio']:.2f}  total {r['total_s']:.2f} s", flush=True)
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump(rows, f, indent=1)
-    return 0
+    return run_sides(a, run_side, lambda side, r: (
+        f"{side:6s} first10 {r['first10_ms']:7.1f} ms  last10 {r['last10_ms']:7.1f} ms"
+        f"  ratio {r['ratio']:.2f}  total {r['total_s']:.2f} s"))
 
 
 if __name__ == "__main__":

@@ -22,11 +22,9 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+from dist_jobs import launch_command, resnet50_store, run_job
 
 
 def _aggregate(path: str, top: int) -> str:
@@ -62,17 +60,12 @@ def _cpu(pid: int) -> float:
 
 
 def worker(a: argparse.Namespace) -> int:
-    from resnet50 import resnet50_param_shapes
-
+    """The job's worker: the steps; rank 0 times them, samples the processes
+    with py-spy (its files beside ``--out``) and writes the phases to ``--out``."""
     import mxkv as mx
 
-    shapes = [s for _, s in resnet50_param_shapes()]
-    keys = list(range(len(shapes)))
-    kv = mx.kv.create("dist_sync")
-    kv.init(keys, [mx.nd.zeros(s) for s in shapes])
-    grads = [mx.nd.ones(s) for s in shapes]
-    outs = [mx.nd.zeros(s) for s in shapes]
-    kv._barrier()
+    kv, keys, grads, outs = resnet50_store(mx)
+    scratch = os.path.dirname(os.path.abspath(a.out))
     for _ in range(a.warmup):
         kv.push(keys, grads)
         kv.pull(keys, out=outs)
@@ -83,7 +76,7 @@ def worker(a: argparse.Namespace) -> int:
                 for i, s in enumerate(kv._chan.shards)}
         pids["worker0"] = os.getpid()
         for name, pid in pids.items():
-            out = os.path.join(a.dir, f"{name}.txt")
+            out = os.path.join(scratch, f"{name}.txt")
             spies.append((name, out, subprocess.Popen(
                 [a.spy, "record", "-p", str(pid), "-d", str(a.seconds), "-r", "200", "-f",
                  "raw", "-o", out, "--nonblocking"], stdout=subprocess.DEVNULL,
@@ -113,7 +106,7 @@ def worker(a: argparse.Namespace) -> int:
         p.wait()
     kv._barrier()
     if kv.rank == 0:
-        with open(os.path.join(a.dir, "phases.json"), "w") as f:
+        with open(a.out, "w") as f:
             json.dump({"phases": phases, "cpu": cpu,
                        "spies": [(n, o) for n, o, _ in spies]}, f)
     return 0
@@ -129,7 +122,7 @@ def main() -> int:
     p.add_argument("--no-spy", action="store_true", help="phases and CPU times only")
     p.add_argument("--top", type=int, default=14)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--dir", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--out", default=None, help=argparse.SUPPRESS)
     p.add_argument("--spy", default=None, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
@@ -139,15 +132,15 @@ def main() -> int:
                                or "")
     if not spy and not a.no_spy:
         print("py-spy is missing (pip install py-spy): phases only", file=sys.stderr)
-    d = tempfile.mkdtemp(prefix="mxkv-dist-profile-")
-    cmd = [os.path.join(bindir, "mxkv"), "launch", "-n", str(a.n), "-s", str(a.s), "--",
-           sys.executable, os.path.abspath(__file__), "--worker", "--dir", d,
-           "--iters", str(a.iters), "--warmup", str(a.warmup), "--seconds", str(a.seconds)]
-    if spy:
-        cmd += ["--spy", spy]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(d, "phases.json")) as f:
-        got = json.load(f)
+    cmd = launch_command("mxkv", a.n, a.s, sys.executable, os.path.abspath(__file__), [
+        "--worker", "--iters", str(a.iters), "--warmup", str(a.warmup), "--seconds",
+        str(a.seconds)] + (["--spy", spy] if spy else []))
+    with run_job(cmd, "dist-profile") as job:
+        _report(a, job.data)
+    return 0
+
+
+def _report(a: argparse.Namespace, got: dict) -> None:
     print(f"{a.n} workers x {a.s} servers, MXKV_SHM={os.environ.get('MXKV_SHM', '1')}, "
           f"{a.iters} steps (median ms): " + ", ".join(
               f"{k} {statistics.median(v) * 1e3:.1f}" for k, v in got["phases"].items()))
@@ -156,8 +149,6 @@ def main() -> int:
     for name, out in got["spies"]:
         print(f"\n{name}:")
         print(_aggregate(out, a.top) if os.path.exists(out) else "  (py-spy wrote nothing)")
-    shutil.rmtree(d, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":

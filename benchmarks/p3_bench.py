@@ -22,29 +22,19 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+from dist_jobs import launch_command, resnet50_store, run_job, run_sides
 
 SIDES = {"window": (True, None), "nowindow": (True, "0"), "plain": (False, None)}
 
 
 def worker(a: argparse.Namespace) -> int:
-    from resnet50 import resnet50_param_shapes
-
+    """The job's worker: the iterations; rank 0 writes their times."""
     import mxkv as mx
 
-    shapes = [s for _, s in resnet50_param_shapes()]
-    keys = list(range(len(shapes)))
-    kv = mx.kv.create("dist_sync")
-    kv.init(keys, [mx.nd.zeros(s) for s in shapes])
-    grads = [mx.nd.ones(s) for s in shapes]
-    outs = [mx.nd.zeros(s) for s in shapes]
-    kv._barrier()
+    kv, keys, grads, outs = resnet50_store(mx)
     first, iters = [], []
     for i in range(a.warmup + a.iters):
         kv._barrier()
@@ -69,21 +59,17 @@ def worker(a: argparse.Namespace) -> int:
 
 
 def run_side(side: str, a: argparse.Namespace) -> dict:
+    """One job of ``side`` (a key of ``SIDES``): its row."""
     p3, window = SIDES[side]
-    out = tempfile.NamedTemporaryFile(prefix=f"p3-{side}-", suffix=".json", delete=False).name
-    py = sys.executable
-    cmd = [os.path.join(os.path.dirname(py), "mxkv"), "launch", "-n", str(a.workers), "-s",
-           str(a.servers)] + (["--p3"] if p3 else []) + \
-        ["--", py, os.path.abspath(__file__), "--worker", "--iters", str(a.iters),
-         "--warmup", str(a.warmup), "--out", out]
+    cmd = launch_command("mxkv", a.workers, a.servers, sys.executable, os.path.abspath(__file__),
+                         ["--worker", "--iters", str(a.iters), "--warmup", str(a.warmup)],
+                         flags=["--p3"] if p3 else [])
     env = dict(os.environ)
     env.pop("MXKV_P3_WINDOW_BYTES", None)
     if window is not None:
         env["MXKV_P3_WINDOW_BYTES"] = window
-    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
-    with open(out) as f:
-        got = json.load(f)
-    os.unlink(out)
+    with run_job(cmd, f"p3-{side}", env=env) as job:
+        got = job.data
     return {"side": side, "first_ms": statistics.median(got["first_s"]) * 1e3,
             "iter_ms": statistics.median(got["iter_s"]) * 1e3}
 
@@ -101,17 +87,9 @@ def main() -> int:
     a = p.parse_args()
     if a.worker:
         return worker(a)
-    rows = []
-    for _ in range(a.reps):
-        for side in a.sides.split(","):
-            r = run_side(side, a)
-            rows.append(r)
-            print(f"{side:9s} layer 0 back after {r['first_ms']:7.1f} ms   iteration "
-                  f"{r['iter_ms']:7.1f} ms", flush=True)
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump(rows, f, indent=1)
-    return 0
+    return run_sides(a, run_side, lambda side, r: (
+        f"{side:9s} layer 0 back after {r['first_ms']:7.1f} ms   iteration "
+        f"{r['iter_ms']:7.1f} ms"))
 
 
 if __name__ == "__main__":

@@ -109,5 +109,6 @@ def test_docstring_share_counts_public_names_and_inherited_docs(tmp_path):
     assert docstrings.share(loose) == 100.0 * 5 / 7
 
 
-def test_the_package_holds_the_docstring_floor():
+def test_the_package_holds_the_docstring_floors():
     assert docstrings.share(docstrings.survey()) >= docstrings.FLOOR
+    assert docstrings.share(docstrings.survey(strict=True)) >= docstrings.OWN_FLOOR

@@ -1,5 +1,5 @@
 """Docstring coverage of python/mxkv: the share of public modules, classes
-and functions that carry a docstring, and a floor it may not fall below.
+and functions that carry a docstring, and floors it may not fall below.
 
 Counted, as ``interrogate`` counts them: every module; every class and
 function (methods included) whose name, and the names of the classes that
@@ -10,19 +10,20 @@ functions defined inside functions, and a method decorated with
 implementation is). A module, class or function is "documented" when its
 first statement is a string, or, for a method, when the method it overrides
 in a base class of the package is documented: ``help()`` and
-``inspect.getdoc`` show that docstring (``--strict`` counts own docstrings
-only).
+``inspect.getdoc`` show that docstring. The "own" share counts a method's
+own docstring only (an override that says what it does differently).
 
 Usage::
 
-    python tools/docstrings.py                 # the share; exit 1 below the floor
+    python tools/docstrings.py                 # both shares; exit 1 below either floor
     python tools/docstrings.py --missing       # ... and every public name without one
     python tools/docstrings.py --by-file       # ... and the share file by file
-    python tools/docstrings.py --strict        # own docstrings only (no inheritance)
+    python tools/docstrings.py --strict        # --missing / --by-file by own docstrings
 
-``make lint`` runs it. ``FLOOR`` holds the line a little under the share
-reached (93.2% on 2026-12-02), leaving room for the branches then in flight:
-raise it as the share grows, never lower it.
+``make lint`` runs it. ``FLOOR`` and ``OWN_FLOOR`` hold the line a little
+under the shares reached (96.9% and 95.8% own on 2026-12-02), leaving room
+for the branches then in flight: raise them as the shares grow, never
+lower them.
 """
 from __future__ import annotations
 
@@ -35,8 +36,10 @@ from typing import Iterator, List, Optional, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "python" / "mxkv"
 
-#: The lowest share (percent) ``make lint`` accepts.
-FLOOR = 91.0
+#: The lowest share (percent) ``make lint`` accepts, inherited docstrings counted.
+FLOOR = 95.0
+#: The lowest share (percent) of objects with a docstring of their own.
+OWN_FLOOR = 93.0
 
 
 def _has_doc(node: ast.AST) -> bool:
@@ -136,7 +139,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--missing", action="store_true", help="list what has no docstring")
     ap.add_argument("--by-file", action="store_true", help="the share of each file")
-    ap.add_argument("--strict", action="store_true", help="own docstrings only")
+    ap.add_argument("--strict", action="store_true",
+                    help="--missing and --by-file count own docstrings only")
     args = ap.parse_args(argv)
     rows = survey(strict=args.strict)
     if args.by_file:
@@ -149,12 +153,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         for path, kind, name, doc in rows:
             if not doc:
                 print(f"{path.relative_to(ROOT)}: {kind} {name}")
-    got = share(rows)
-    strict = share(survey(strict=True)) if not args.strict else got
+    got = share(rows if not args.strict else survey())
+    own = share(rows if args.strict else survey(strict=True))
     print(f"docstrings: {got:.1f}% of {len(rows)} public modules, classes and functions "
-          f"({strict:.1f}% with their own; floor {FLOOR:g}%)")
-    if got < FLOOR:
-        print("FAIL: below the floor; `python tools/docstrings.py --missing` lists "
+          f"({own:.1f}% with their own; floors {FLOOR:g}% and {OWN_FLOOR:g}% own)")
+    if got < FLOOR or own < OWN_FLOOR:
+        flag = "" if got < FLOOR else " --strict"
+        print(f"FAIL: below the floor; `python tools/docstrings.py --missing{flag}` lists "
               "what has none", file=sys.stderr)
         return 1
     return 0

@@ -9,12 +9,11 @@ started by ``mxkv launch`` would.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import tempfile
-import time
 from typing import Any, Callable, Dict, List, Optional
 
+import dist_waits
 import pytest
 
 # Keep every Ray process of the tests on loopback (Ray reads this at import).
@@ -53,6 +52,8 @@ class TestWorker:
 
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+# the worker functions wait with its helpers: not importable in Ray's processes either
+ray.cloudpickle.register_pickle_by_value(dist_waits)
 
 
 class Cluster:
@@ -117,9 +118,7 @@ def cluster():
     finally:
         c.close()
         ray.shutdown()
-        for _ in range(3):   # Ray's last processes may still be writing logs
-            shutil.rmtree(temp, ignore_errors=True)
-            time.sleep(0.1)
+        dist_waits.remove_tree(temp)   # (Ray's last processes may still be writing logs)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from dist_waits import wait_for_file, wait_until
 
 import mxkv as mx
 from mxkv.kvstore.dist.job import Timeouts
@@ -41,9 +42,7 @@ def stall_then_fail(kv, mx, flag):
         open(flag, "w").close()
     else:
         kv.push(4, mx.nd.ones((2,)))
-        deadline = time.monotonic() + 120
-        while not os.path.exists(flag) and time.monotonic() < deadline:
-            time.sleep(0.05)   # key 3 only once rank 0 has given up on it
+        wait_for_file(flag, "rank 0 to give up on key 3")   # key 3 only then
         kv.push(3, mx.nd.ones((2,)))
     return error, grab.messages
 
@@ -69,7 +68,9 @@ def dead_peer(kv, mx, hang):
     return error, barrier, kv.num_dead_node(4, 60), out.asnumpy().tolist()
 
 
-def long_run(kv, mx, rounds, shapes):
+def long_run(kv, mx, rounds, shapes, pause_after=None, resume=None):
+    """``rounds`` SGD rounds; after round ``pause_after`` each worker waits
+    for the file ``resume`` (the test kills a shard meanwhile)."""
     keys = list(range(len(shapes)))
     kv.init(keys, [mx.nd.array(np.full(s, 1.0, np.float32)) for s in shapes])
     kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.05, momentum=0.9))
@@ -78,7 +79,8 @@ def long_run(kv, mx, rounds, shapes):
         grads = [np.full(s, (kv.rank + 1) * 0.1 * ((i % 5) + 1), np.float32) for s in shapes]
         kv.push(keys, [mx.nd.array(g) for g in grads])
         kv.pull(keys, out=outs)
-        time.sleep(0.03)
+        if i + 1 == pause_after:
+            wait_for_file(resume, f"the test to let rank {kv.rank} go on after round {i + 1}")
     return [o.asnumpy() for o in outs]
 
 
@@ -100,8 +102,8 @@ def test_a_dead_worker_fails_the_others_calls_naming_its_rank(jobs):
     survivor = jobs.pool(1)
     refs = jobs.submit(job, dead_peer, False, workers=survivor, ranks=[0]) + \
         jobs.submit(job, dead_peer, True, workers=[victim], ranks=[1])
-    while ray.get(job.shards[0].stats.remote())["rounds"].get("w", 0) < 1:
-        time.sleep(0.05)
+    wait_until(lambda: ray.get(job.shards[0].stats.remote())["rounds"].get("w", 0) >= 1,
+               "the first round of 'w'")
     t = time.monotonic()
     ray.kill(victim)
     error, barrier, dead, out = ray.get(refs[0], timeout=60)
@@ -112,19 +114,23 @@ def test_a_dead_worker_fails_the_others_calls_naming_its_rank(jobs):
     assert dead == 1
 
 
-def test_a_killed_shard_restarts_from_its_checkpoint_with_equal_results(jobs, monkeypatch):
+def test_a_killed_shard_restarts_from_its_checkpoint_with_equal_results(
+        jobs, monkeypatch, tmp_path):
     import ray
 
     monkeypatch.setenv("MXKV_CHECKPOINT_ROUNDS", "3")
     shapes = [(20, 10), (7,), (3, 3)]
-    rounds = 40
+    rounds, pause = 40, 13   # the kill comes after round 13, while the workers wait
+    resume = str(tmp_path / "resume")
     job = jobs.job(2, 2)
-    refs = jobs.submit(job, long_run, rounds, shapes, env={"MXNET_KVSTORE_BIGARRAY_BOUND": "100"})
+    refs = jobs.submit(job, long_run, rounds, shapes, pause, resume,
+                       env={"MXNET_KVSTORE_BIGARRAY_BOUND": "100"})
     victim = job.shards[0]
     before = ray.get(victim.stats.remote())
-    while ray.get(victim.stats.remote())["rounds"].get(0, 0) < 12:
-        time.sleep(0.05)
+    wait_until(lambda: ray.get(victim.stats.remote())["rounds"].get(0, 0) >= pause,
+               f"round {pause} of key 0 at shard 0", timeout=240)
     os.kill(before["pid"], signal.SIGKILL)
+    open(resume, "w").close()   # the workers' next pushes meet a dead shard
     results = ray.get(refs, timeout=300)   # (a restart starts a process: slow on a busy machine)
     after = ray.get(victim.stats.remote())
     assert after["pid"] != before["pid"] and after["restored"]
@@ -164,9 +170,7 @@ def test_workers_keep_only_pushes_not_yet_in_a_checkpoint(jobs, monkeypatch, wha
     if what == "durable":
         # a push learns of its checkpoint from later answers: at most the last two wait
         assert kept <= 2
-        deadline = time.monotonic() + 10
-        while ray.get(job.shards[0].stats.remote())["durable"].get(0) != 6:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_until(lambda: ray.get(job.shards[0].stats.remote())["durable"].get(0) == 6,
+                   "the shard to report all 6 pushes durable", timeout=10)
     else:
         assert kept == 6   # nothing checkpointed since init: every push is kept

@@ -9,9 +9,9 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 
 import pytest
+from dist_waits import remove_tree
 
 pytest.importorskip("ray", reason="the dist tests need Ray: pip install 'mxkv[dist]'")
 
@@ -153,9 +153,7 @@ def test_launch_places_shards_and_workers_on_a_multi_node_cluster(tmp_path, monk
     finally:
         if cluster is not None:
             cluster.shutdown()
-        for _ in range(3):   # Ray's last processes may still be writing logs
-            shutil.rmtree(temp, ignore_errors=True)
-            time.sleep(0.2)
+        remove_tree(temp)   # (Ray's last processes may still be writing logs)
 
 
 CLJ_WORKER = """

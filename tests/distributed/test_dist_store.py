@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from dist_waits import wait_for_file, wait_until
 
 import mxkv as mx
 from mxkv.base import MXNetError
@@ -204,7 +205,6 @@ def p3_overtake(kv, mx, flag, look):
     'b' before rank 1 has pushed round 1), queues six low-priority pushes,
     then one high-priority push, looks (up to ``look`` s) which of them
     reached the shard, then lets rank 1 release 'b'."""
-    import os
     import time
 
     import ray
@@ -229,11 +229,7 @@ def p3_overtake(kv, mx, flag, look):
             time.sleep(0.05)
         open(flag, "w").close()
     else:
-        deadline = time.monotonic() + 120
-        while not os.path.exists(flag):
-            if time.monotonic() > deadline:
-                raise TimeoutError("rank 0 never queued its pushes")
-            time.sleep(0.02)
+        wait_for_file(flag, "rank 0 to queue its pushes")
         kv.push("b", one)
         kv.push(keys, [one] * len(keys))
     outs = [mx.nd.zeros((1000,)) for _ in keys]
@@ -390,23 +386,34 @@ def test_barrier_ranks_commands_and_errors(jobs):
         assert "duplicate init" in errors[3]
 
 
-def close_times(kv, mx, barrier_before_exit):
+def close_times(kv, mx, barrier_before_exit, closed):
+    """Rank 1 starts to close once rank 0 waits at the exit barrier or has
+    closed (then it wrote the file ``closed``), whichever comes first."""
+    import os
     import time
+
+    import ray
 
     kv.init(0, mx.nd.zeros((2,)))
     kv._barrier()                 # both ranks start from here
-    if kv.rank == 1:
-        time.sleep(2.0)           # rank 1 reaches close 2 s after rank 0
     kv.set_barrier_before_exit(barrier_before_exit)
+    if kv.rank == 1:
+        wait_until(lambda: os.path.exists(closed) or
+                   0 in ray.get(kv._coord.info.remote())["at_barrier"],
+                   "rank 0 to wait at the exit barrier or to close")
     start = time.time()
     kv.close()
-    return kv.rank, start, time.time()
+    end = time.time()
+    if kv.rank == 0:
+        open(closed, "w").close()
+    return kv.rank, start, end
 
 
 @pytest.mark.parametrize("barrier_before_exit", [True, False])
-def test_close_meets_the_other_workers_unless_told_not_to(jobs, barrier_before_exit):
+def test_close_meets_the_other_workers_unless_told_not_to(jobs, tmp_path, barrier_before_exit):
     job = jobs.job(2, 1)
-    (_, _, end0), (_, start1, _) = jobs.run(job, close_times, barrier_before_exit)
+    (_, _, end0), (_, start1, _) = jobs.run(job, close_times, barrier_before_exit,
+                                            str(tmp_path / "rank-0-closed"))
     if barrier_before_exit:
         assert end0 >= start1     # rank 0 waited at the exit barrier for rank 1
     else:

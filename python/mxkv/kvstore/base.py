@@ -119,11 +119,15 @@ class TestStore(KVStoreBase):
     """A store for testing plugins: broadcast copies, pushpull sums (as MXNet's)."""
 
     def broadcast(self, key, value, out, priority: int = 0) -> None:
+        """Copy ``value`` into ``out`` (an array or a list of them); ``key`` and ``priority`` are
+        not used."""
         outs = out if isinstance(out, (list, tuple)) else [out]
         for o in outs:
             o[:] = value
 
     def pushpull(self, key, value, out=None, priority: int = 0) -> None:
+        """Sum ``value`` (an array or a list of them) on the first value's context, then write the
+        sum into ``out``, or back into the values when ``out`` is None."""
         values = value if isinstance(value, (list, tuple)) else [value]
         ctx = values[0].context
         total = values[0].as_in_context(ctx).copy()
@@ -135,29 +139,42 @@ class TestStore(KVStoreBase):
 
     @staticmethod
     def is_capable(capability: str) -> bool:
+        """False for ``'optimizer'``: this store runs no optimizer.
+
+        Raises
+        ------
+        ValueError
+            Any other capability.
+        """
         if capability.lower() == KVStoreBase.OPTIMIZER:
             return False
         raise ValueError(f"Unknown capability: {capability}")
 
     @property
     def type(self) -> str:
+        """The store's type name: ``'teststore'``."""
         return "teststore"
 
     @property
     def rank(self) -> int:
+        """0: the only worker."""
         return 0
 
     @property
     def num_workers(self) -> int:
+        """1: a test store is one process."""
         return 1
 
     def set_optimizer(self, optimizer) -> None:
+        """Not supported: always raises NotImplementedError."""
         raise NotImplementedError()
 
     def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        """Not supported: always raises NotImplementedError."""
         raise NotImplementedError()
 
     def load_optimizer_states(self, fname: str) -> None:
+        """Not supported: always raises NotImplementedError."""
         raise NotImplementedError()
 
 

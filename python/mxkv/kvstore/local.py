@@ -89,13 +89,22 @@ class KVStore(KVStoreBase):
 
     @property
     def rank(self) -> int:
+        """0: a local store is one worker."""
         return 0
 
     @property
     def num_workers(self) -> int:
+        """1: a local store is one worker."""
         return 1
 
     def is_capable(self, capability: str) -> bool:
+        """True for ``'optimizer'`` (:meth:`set_optimizer` runs the updates here).
+
+        Raises
+        ------
+        ValueError
+            Any other capability, as MXNet.
+        """
         if capability.lower() == KVStoreBase.OPTIMIZER:
             return True
         raise ValueError(f"Unknown capability: {capability}")

@@ -52,6 +52,7 @@ def normalize_shape(shape: Any) -> tuple:
 
 
 def is_host(arr: Any) -> bool:
+    """Whether ``arr`` lives in host memory (a numpy array, not a CuPy one)."""
     return isinstance(arr, np.ndarray)
 
 
@@ -108,7 +109,7 @@ def to_device(arr: Any, ctx: Context, dtype: np.dtype | None = None) -> Any:
                 out[...] = arr.get()
             return out
         if is_host(arr):
-            if arr.nbytes < HUGE_PAGE or dtype == object:
+            if arr.nbytes < HUGE_PAGE or np.dtype(dtype).kind == "O":
                 return np.array(arr, dtype=dtype, order="C", copy=True)
             out = empty_aligned(arr.shape, dtype)
             np.copyto(out, arr, casting="unsafe")

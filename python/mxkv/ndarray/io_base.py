@@ -35,9 +35,17 @@ class Reader:
         self.end = len(buf) if end is None else end
 
     def fail(self, what: str) -> MXNetIOError:
+        """The MXNetIOError to raise for ``what``, naming the source and the current offset."""
         return MXNetIOError(f"{self.where}: {what} (at byte {self.pos})")
 
     def take(self, n: int) -> memoryview:
+        """The next ``n`` bytes (a view, not a copy); the offset moves past them.
+
+        Raises
+        ------
+        MXNetIOError
+            Fewer than ``n`` bytes left before the end.
+        """
         if n < 0 or self.pos + n > self.end:
             raise self.fail(f"file is truncated or corrupted: needs {n} more bytes, "
                             f"{self.end - self.pos} left")
@@ -46,6 +54,14 @@ class Reader:
         return out
 
     def unpack(self, fmt: str) -> tuple:
+        """The values of the struct format ``fmt`` (little-endian) read from the next bytes, as a
+        tuple.
+
+        Raises
+        ------
+        MXNetIOError
+            The buffer ends first.
+        """
         return struct.unpack("<" + fmt, self.take(struct.calcsize("<" + fmt)))
 
     def shape(self, what: str, ndim_fmt: str = "i", dim_fmt: str = "q") -> Optional[tuple]:
@@ -61,6 +77,14 @@ class Reader:
         return tuple(int(d) for d in dims)
 
     def array(self, dtype: np.dtype, shape: tuple) -> np.ndarray:
+        """A new numpy array of ``dtype`` and ``shape`` from the next bytes (little-endian in the
+        buffer, native in the result).
+
+        Raises
+        ------
+        MXNetIOError
+            The buffer ends first.
+        """
         count = 1
         for d in shape:
             count *= d

@@ -86,24 +86,30 @@ class RowSparseNDArray(NDArray):
 
     @property
     def shape(self) -> tuple:
+        """The dense shape: every row, stored or not."""
         return self._shape
 
     @property
     def dtype(self) -> type:
+        """The element type, a numpy scalar type (``numpy.float32``...), as
+        :attr:`NDArray.dtype`."""
         return self._data.dtype.type
 
     @property
     def stype(self) -> str:
+        """The storage type: ``'row_sparse'``."""
         return "row_sparse"
 
     _num_aux = 1  # one auxiliary array, the indices (MXNet's attribute)
 
     @property
     def size(self) -> int:
+        """The number of elements of the dense shape (absent rows count)."""
         return int(np.prod(self._shape))
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions of the dense shape."""
         return len(self._shape)
 
     @property
@@ -179,9 +185,18 @@ class RowSparseNDArray(NDArray):
         return out if is_host(out) else out.get()
 
     def asscalar(self) -> Any:
+        """The single element of a shape-``(1,)`` array, as a numpy scalar (0 when its row is
+        absent).
+
+        Raises
+        ------
+        MXNetValueError
+            For any other shape.
+        """
         return self.tostype("default").asscalar()
 
     def copy(self) -> RowSparseNDArray:
+        """A new row_sparse array with the same rows and values, on the same context."""
         return self.copyto(self._ctx)
 
     def copyto(self, other: Any) -> NDArray:
@@ -205,6 +220,8 @@ class RowSparseNDArray(NDArray):
         return other
 
     def astype(self, dtype: Any, copy: bool = True) -> RowSparseNDArray:
+        """The array with its values in ``dtype`` (the same rows); ``copy=False`` returns this
+        array itself when it already has that dtype."""
         dt = normalize_dtype(dtype)
         if not copy and dt == self._data.dtype:
             return self
@@ -212,6 +229,8 @@ class RowSparseNDArray(NDArray):
                                 to_device(self._indices, self._ctx), self._shape, self._ctx)
 
     def tostype(self, stype: str) -> NDArray:
+        """A copy in storage type ``stype``: ``'default'`` (dense, absent rows zero),
+        ``'row_sparse'`` or ``'csr'`` (see :func:`cast_storage`)."""
         return cast_storage(self, stype)
 
     def retain(self, row_ids: Any) -> RowSparseNDArray:

@@ -41,10 +41,16 @@ class AdaDelta(Optimizer):
         self.epsilon = epsilon
 
     def create_state(self, index, weight):
+        """The state of the weight at ``index``: ``(acc_g, acc_delta)``, zeros of its shape and
+        dtype, on the weight's context."""
         return (zeros_state(weight), zeros_state(weight))
 
     @on_weight_device
     def update(self, index, weight, grad, state):
+        """One AdaDelta step on the weight at ``index``: ``weight`` and ``state`` (from
+        :meth:`create_state`) change in place, from ``grad`` (the class docstring's formula). A
+        row_sparse ``grad`` counts as dense (absent rows are zero); ``grad`` itself is left
+        unchanged."""
         wd = self._get_wd(index)
         self._update_count(index)
         rho, eps, clip = self.rho, self.epsilon, self._python_clip()

@@ -62,10 +62,22 @@ class AdaGrad(Optimizer):
         self.float_stable_eps = eps
 
     def create_state(self, index, weight):
+        """The state of the weight at ``index``: the ``history`` of squared gradients, zeros of its
+        shape and dtype, on the weight's context."""
         return zeros_state(weight)
 
     @on_weight_device
     def update(self, index, weight, grad, state):
+        """One AdaGrad step on the weight at ``index``: ``weight`` and ``state`` (from
+        :meth:`create_state`) change in place, from ``grad`` (the class docstring's formula). A
+        row_sparse ``grad`` updates only its rows.
+
+        Raises
+        ------
+        MXNetError
+            A row_sparse ``grad`` for an index with weight decay (MXNet's sparse kernel has none);
+            nothing changes.
+        """
         if is_row_sparse(grad) and self._get_wd(index) != 0:
             raise MXNetError(f"AdaGrad with a row_sparse gradient supports no weight decay "
                              f"(index {index!r} has wd={self._get_wd(index)}); set wd=0 "

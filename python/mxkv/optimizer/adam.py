@@ -88,10 +88,15 @@ class Adam(Optimizer):
         self.lazy_update = lazy_update
 
     def create_state(self, index, weight):
+        """The state of the weight at ``index``: ``(mean, var)``, zeros of its shape and dtype, on
+        the weight's context."""
         return (zeros_state(weight), zeros_state(weight))
 
     @on_weight_device
     def update(self, index, weight, grad, state):
+        """One Adam step on the weight at ``index``: ``weight`` and ``state`` (from
+        :meth:`create_state`) change in place, from ``grad`` (the class docstring's formula).
+        With a row_sparse ``grad`` and ``lazy_update`` only the gradient's rows change."""
         self._update_count(index)
         lr = self._get_lr(index)
         wd = self._get_wd(index)

@@ -44,11 +44,16 @@ class DCASGD(Optimizer):
         self.lamda = lamda
 
     def create_state(self, index, weight):
+        """The state of the weight at ``index``: ``(mom, previous_weight)``: zeros for the momentum
+        (None when ``momentum`` is 0) and a copy of the weight, on the weight's context."""
         mom = None if self.momentum == 0.0 else zeros_state(weight)
         return (mom, copy_as(weight))
 
     @on_weight_device
     def update(self, index, weight, grad, state):
+        """One DCASGD step on the weight at ``index``: ``weight`` and ``state`` (from
+        :meth:`create_state`) change in place, from ``grad`` (the class docstring's formula). A
+        row_sparse ``grad`` counts as dense (absent rows are zero)."""
         self._update_count(index)
         lr = self._get_lr(index)
         wd = self._get_wd(index)

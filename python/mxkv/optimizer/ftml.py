@@ -69,10 +69,15 @@ class FTML(Optimizer):
         self.epsilon = epsilon
 
     def create_state(self, index, weight):
+        """The state of the weight at ``index``: ``(d, v, z)``, zeros of its shape and dtype, on
+        the weight's context."""
         return (zeros_state(weight), zeros_state(weight), zeros_state(weight))
 
     @on_weight_device
     def update(self, index, weight, grad, state):
+        """One FTML step on the weight at ``index``: ``weight`` and ``state`` (from
+        :meth:`create_state`) change in place, from ``grad`` (the class docstring's formula). A
+        row_sparse ``grad`` counts as dense (absent rows are zero)."""
         self._update_count(index)
         lr = self._get_lr(index)
         wd = self._get_wd(index)

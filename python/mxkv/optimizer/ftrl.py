@@ -77,10 +77,15 @@ class Ftrl(Optimizer):
         self.lr = learning_rate
 
     def create_state(self, index, weight):
+        """The state of the weight at ``index``: ``(z, n)``, zeros of its shape and dtype, on the
+        weight's context."""
         return (zeros_state(weight), zeros_state(weight))
 
     @on_weight_device
     def update(self, index, weight, grad, state):
+        """One FTRL step on the weight at ``index``: ``weight`` and ``state`` (from
+        :meth:`create_state`) change in place, from ``grad`` (the class docstring's formula).
+        With a row_sparse ``grad`` and a row_sparse weight only the gradient's rows change."""
         self._update_count(index)
         wd = self._get_wd(index)
         lr = self._get_lr(index)

@@ -52,6 +52,14 @@ class GroupAdaGrad(Optimizer):
         self.float_stable_eps = eps
 
     def create_state(self, index, weight):
+        """The state of the weight at ``index``: the float32 ``(rows, 1)`` history, zeros, whatever
+        the weight's dtype, on the weight's context.
+
+        Raises
+        ------
+        MXNetError
+            A weight that is not 2-D.
+        """
         if len(weight.shape) != 2:
             raise MXNetError(f"GroupAdaGrad: index {index!r} has a weight of shape "
                              f"{tuple(weight.shape)}; it updates 2-D weights only")
@@ -61,6 +69,15 @@ class GroupAdaGrad(Optimizer):
 
     @on_weight_device
     def update(self, index, weight, grad, state):
+        """One GroupAdaGrad step on the weight at ``index``: ``weight`` and ``state`` (from
+        :meth:`create_state`) change in place, from ``grad`` (the class docstring's formula). A
+        row_sparse ``grad`` updates only its rows.
+
+        Raises
+        ------
+        MXNetError
+            A gradient whose shape is not the weight's, or weight decay (it has none).
+        """
         if tuple(grad.shape) != tuple(weight.shape):
             raise MXNetError(f"GroupAdaGrad: gradient of shape {tuple(grad.shape)} does not "
                              f"match the weight's shape {tuple(weight.shape)}")

@@ -80,6 +80,9 @@ class LAMB(MultiTensorUpdates, Optimizer):
                                                 minimum=1)))
 
     def create_state(self, index, weight):
+        """The state of the weight at ``index``: ``(mean, var)``, zeros of its shape and dtype
+        (:meth:`create_state_multi_precision` adds the float32 master copy), on the weight's
+        context."""
         return (zeros_state(weight), zeros_state(weight))
 
     @on_weight_device

@@ -147,9 +147,14 @@ class LARS(MomentumStates, Optimizer):
         return lr
 
     def update(self, index, weight, grad, state):
+        """Update ``weight`` (an index, or a list of them updated together) in place from ``grad``,
+        scaling each layer's learning rate by its LARS ratio (the class docstring); ``state`` is
+        the momentum, or None."""
         self._update_impl(index, weight, grad, state, multi_precision=False)
 
     def update_multi_precision(self, index, weight, grad, state):
+        """As :meth:`update`, through the float32 master copy of ``state`` when the (first) weight
+        is float16 and ``multi_precision`` is set."""
         first = weight[0] if isinstance(index, (tuple, list)) else weight
         self._update_impl(index, weight, grad, state,
                           multi_precision=self.multi_precision and first.dtype == np.float16)

@@ -70,6 +70,9 @@ class LBSGD(Optimizer):
         self.admult = 1
 
     def create_state(self, index, weight):
+        """The state of the weight at ``index``: the momentum (zeros; None when ``momentum`` is 0),
+        or ``(momentum, weight32)`` for a float16 weight with ``multi_precision``, on the
+        weight's context. Warns (as MXNet) for a float16 weight without ``multi_precision``."""
         if self.multi_precision and weight.dtype == np.float16:
             master = copy_as(weight, np.float32)
             mom = zeros_state(weight, np.float32) if self.momentum != 0.0 else None
@@ -112,6 +115,10 @@ class LBSGD(Optimizer):
 
     @on_weight_device
     def update(self, index, weight, grad, state):
+        """Accumulate ``grad`` for the weight at ``index``; every ``batch_scale``-th call, one SGD
+        step on ``weight`` (and its momentum ``state``) with the mean of the accumulated
+        gradients and the learning rate scaled by the warm-up strategy (``linear``, ``power2``,
+        ``sqrt`` or ``lars``). In between, the weight stays as it is."""
         lr = self._get_lr(index)
         wd = self._get_wd(index)
         self._update_count(index)

@@ -96,9 +96,15 @@ class NAG(MomentumStates, Optimizer):
             _cast_into(target, weight)
 
     def update(self, index, weight, grad, state):
+        """One Nesterov momentum (plain SGD without momentum) step on the weight at ``index``:
+        ``weight`` and ``state`` (from :meth:`create_state`) change in place, from ``grad`` (the
+        class docstring's formula). A row_sparse ``grad`` counts as dense."""
         self._update_impl(index, weight, grad, state, multi_precision=False)
 
     def update_multi_precision(self, index, weight, grad, state):
+        """As :meth:`update`, on the float32 master copy in ``state`` (``(momentum, weight32)``)
+        when the weight is float16 and ``multi_precision`` is set; the weight then receives the
+        master copy's values."""
         use_mp = (self.multi_precision and weight.dtype == np.float16
                   and isinstance(state, (tuple, list)))
         self._update_impl(index, weight, grad, state, multi_precision=use_mp)

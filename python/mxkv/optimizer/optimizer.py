@@ -440,9 +440,13 @@ class MultiTensorUpdates:
     and ``multi_precision`` is set."""
 
     def update(self, index, weight, grad, state):
+        """Update ``weight`` (one index, or a list of them updated together) in place from ``grad``
+        and ``state``, without a float32 master copy."""
         self._update_impl(index, weight, grad, state, multi_precision=False)
 
     def update_multi_precision(self, index, weight, grad, state):
+        """As :meth:`update`, through the float32 master copies in ``state`` when the (first)
+        weight is float16 and ``multi_precision`` is set."""
         first = weight[0] if isinstance(index, (tuple, list)) else weight
         use_mp = self.multi_precision and first.dtype == np.float16
         self._update_impl(index, weight, grad, state, multi_precision=use_mp)

@@ -109,12 +109,18 @@ class RMSProp(Optimizer):
         self.clip_weights = clip_weights
 
     def create_state(self, index, weight):
+        """The state of the weight at ``index``: ``(n,)``, or ``(n, gm, delta)`` when ``centered``;
+        zeros of its shape and dtype, on the weight's context."""
         if self.centered:
             return (zeros_state(weight), zeros_state(weight), zeros_state(weight))
         return (zeros_state(weight),)
 
     @on_weight_device
     def update(self, index, weight, grad, state):
+        """One RMSProp (RMSPropAlex when ``centered``) step on the weight at ``index``: ``weight``
+        and ``state`` (from :meth:`create_state`) change in place, from ``grad`` (the class
+        docstring's formula). Weights are clipped to ``clip_weights`` when it is positive; a
+        row_sparse ``grad`` counts as dense."""
         self._update_count(index)
         lr = self._get_lr(index)
         wd = self._get_wd(index)

@@ -30,10 +30,14 @@ class SGLD(Optimizer):
         super().__init__(**kwargs)
 
     def create_state(self, index, weight):
+        """None: SGLD keeps no state."""
         return None
 
     @on_weight_device
     def update(self, index, weight, grad, state):
+        """One SGLD step on ``weight`` in place: half a gradient step plus Gaussian noise of
+        variance ``lr`` drawn from the weight's array module's global random state (the class
+        docstring). ``state`` is None."""
         self._update_count(index)
         lr = self._get_lr(index)
         wd = self._get_wd(index)

@@ -96,12 +96,23 @@ class Signum(Optimizer):
         self.wd_lh = wd_lh
 
     def create_state(self, index, weight):
+        """The state of the weight at ``index``: the momentum, zeros of its shape and dtype
+        on its context; None when ``momentum`` is 0 (signSGD)."""
         if self.momentum != 0.0:
             return zeros_state(weight)
         return None
 
     @on_weight_device
     def update(self, index, weight, grad, state):
+        """One Signum (signSGD without momentum) step on the weight at ``index``: ``weight`` and
+        ``state`` (from :meth:`create_state`) change in place, from ``grad`` (the class
+        docstring's formula). A row_sparse ``grad`` counts as dense.
+
+        Raises
+        ------
+        MXNetError
+            ``wd_lh`` without momentum (signSGD has no decoupled weight decay).
+        """
         if state is None and self.wd_lh:
             raise MXNetError("Signum's wd_lh (decoupled weight decay) needs momentum > 0; "
                              "signSGD (momentum=0) has no wd_lh")

@@ -17,10 +17,14 @@ class Test(Optimizer):
         super().__init__(**kwargs)
 
     def create_state(self, index, weight):
+        """The state of the weight at ``index``: zeros of its shape and dtype; :meth:`update`
+        copies the weight into it, on the weight's context."""
         return zeros_state(weight)
 
     @on_weight_device
     def update(self, index, weight, grad, state):
+        """``weight += rescale_grad * grad`` in place; ``state`` then holds a copy of the new
+        weight."""
         w = dense_view(weight)
         g = dense_grad_copy(grad, w.dtype).reshape(w.shape)
         g *= self.rescale_grad

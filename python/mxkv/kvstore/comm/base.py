@@ -64,6 +64,8 @@ class Comm:
 
     @staticmethod
     def register(klass: Type["Comm"]) -> Type["Comm"]:
+        """Class decorator: register comm class ``klass`` under its ``name`` (:func:`create_comm`
+        finds it there); returns ``klass``."""
         Comm.registry[klass.name] = klass
         return klass
 
@@ -76,6 +78,8 @@ class Comm:
         the values of a push (``{key: [values]}``); the default accepts all."""
 
     def set_gradient_compression(self, gc: Any) -> None:
+        """Compress the values of every later reduce with ``gc`` (a GradientCompression; None for
+        none)."""
         self.gc = gc
 
     def reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
@@ -156,6 +160,13 @@ class Comm:
 
 
 def create_comm(name: str) -> Comm:
+    """A new comm of the class registered under ``name``.
+
+    Raises
+    ------
+    MXNetError
+        No comm is registered under ``name``; names the known ones.
+    """
     try:
         klass = Comm.registry[name]
     except KeyError:

@@ -136,6 +136,9 @@ class Staging:
         self.uses = 0
 
     def take(self, be: Any, nbytes: int) -> np.ndarray:
+        """The first ``nbytes`` of the buffer, made or grown first (pinned when ``pinned``); a
+        grown buffer replaces the old one only after the last upload from it (``be`` waits for
+        its event). The caller holds ``lock``."""
         if self.buf is None or self.buf.nbytes < nbytes:
             if self.free is not None:
                 be.sync_event(self.free)  # the old block is still being read

@@ -18,6 +18,9 @@ __all__ = ["CommCPU"]
 
 @Comm.register
 class CommCPU(Comm):
+    """Reduces every value in host memory (MXNet's ``local`` store): host values are summed where
+    they are, GPU values through a host staging buffer; small host copies may be batched
+    (``batch_copies``)."""
     name = "cpu"
     batch_copies = True  # small host values: reduce(key, [src], out) and broadcast copy
 

@@ -58,6 +58,9 @@ def _on_host(ctx: Context) -> bool:
 
 @Comm.register
 class CommDevice(Comm):
+    """Reduces values on the devices they live on (MXNet's ``device`` store): each key's merge
+    buffer is placed by load on one of the devices that push it, the other values are copied
+    there (peer or staged) and summed; see the module docstring."""
     name = "device"
 
     def __init__(self) -> None:
@@ -73,6 +76,8 @@ class CommDevice(Comm):
         self._place_lock = threading.Lock()  # _pending, _load, _merge_ctx's placement
 
     def init(self, key: Any, shape: tuple, dtype: Any, stype: str) -> None:
+        """Record key ``key``'s shape and dtype; its merge buffer is placed at its first reduce,
+        with the other keys then waiting, largest first."""
         with self._place_lock:
             self._attrs[key] = (tuple(shape), np.dtype(dtype))
             self._pending.append(key)

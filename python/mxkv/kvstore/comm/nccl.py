@@ -108,6 +108,8 @@ class CupyNccl:
 
     @contextlib.contextmanager
     def group(self):
+        """A context manager: the collectives called inside run as one NCCL group
+        (``ncclGroupStart`` / ``ncclGroupEnd``)."""
         self._nccl.groupStart()
         try:
             yield
@@ -115,12 +117,17 @@ class CupyNccl:
             self._nccl.groupEnd()
 
     def reduce(self, rank: int, send: Any, recv: Optional[Any], root: int) -> None:
+        """Rank ``rank``'s part of a sum-reduce to rank ``root``: ``send`` is summed into ``recv``
+        (the root's buffer; None on the other ranks), on the rank's device and its current
+        stream."""
         with self._cupy.cuda.Device(self.cuda_ids[rank]):
             self.comms[rank].reduce(send.data.ptr, 0 if recv is None else recv.data.ptr,
                                     send.size, NCCL_TYPES[np.dtype(send.dtype)], NCCL_SUM,
                                     root, self._stream())
 
     def bcast(self, rank: int, buf: Any, root: int) -> None:
+        """Rank ``rank``'s part of a broadcast of the root's ``buf`` into every rank's ``buf``, on
+        the rank's device and its current stream."""
         with self._cupy.cuda.Device(self.cuda_ids[rank]):
             self.comms[rank].bcast(buf.data.ptr, buf.size, NCCL_TYPES[np.dtype(buf.dtype)],
                                    root, self._stream())
@@ -161,6 +168,15 @@ class SimulatedCollectives:
 
     @contextlib.contextmanager
     def group(self):
+        """A context manager: the collectives called inside are checked as one NCCL group and then
+        run, when the block ends.
+
+        Raises
+        ------
+        MXNetError
+            A group NCCL would hang or fail on (a rank missing or twice, disagreeing counts, dtypes
+            or roots).
+        """
         self._pending = []
         try:
             yield
@@ -170,9 +186,24 @@ class SimulatedCollectives:
         self._run(pending)
 
     def reduce(self, rank: int, send: Any, recv: Optional[Any], root: int) -> None:
+        """Queue rank ``rank``'s part of a sum-reduce of ``send`` into the root's ``recv`` (None on
+        the other ranks).
+
+        Raises
+        ------
+        MXNetError
+            Outside :meth:`group` (one process drives every rank: NCCL would block).
+        """
         self._add(("reduce", rank, send, recv, root))
 
     def bcast(self, rank: int, buf: Any, root: int) -> None:
+        """Queue rank ``rank``'s part of a broadcast of the root's ``buf``.
+
+        Raises
+        ------
+        MXNetError
+            Outside :meth:`group`.
+        """
         self._add(("bcast", rank, buf, None, root))
 
     def _add(self, call: Tuple) -> None:
@@ -225,6 +256,7 @@ class SimulatedCollectives:
         self.calls.append((op, root, int(first.size)))
 
     def close(self) -> None:
+        """Destroy the communicator (once; later calls do nothing)."""
         if self.destroyed:
             return
         self.destroyed = True
@@ -238,6 +270,9 @@ class SimulatedCollectives:
 
 @Comm.register
 class CommNCCL(CommDevice):
+    """The ``nccl`` store's comm (MXNet's ``KVStoreNCCL``): a push from several GPUs is one grouped
+    NCCL reduce into the key's merge buffer, a pull to every GPU of the set one grouped
+    broadcast; see the module docstring."""
     name = "nccl"
 
     def __init__(self) -> None:
@@ -250,6 +285,15 @@ class CommNCCL(CommDevice):
 
     # -- validation, before any change -------------------------------------------
     def validate_push(self, grouped: Dict[Any, list]) -> None:
+        """Refuse, before the store changes, a push NCCL cannot sum: values of one key from more
+        than one GPU must come from distinct GPUs of the store's device set (fixed by the first
+        such push), on distinct physical devices, in a dtype NCCL sums.
+
+        Raises
+        ------
+        MXNetError
+            Naming the key and what is wrong.
+        """
         devs = self.devs
         for k, vals in grouped.items():
             dense = [v for v in vals if type(v) is NDArray]

@@ -127,6 +127,8 @@ class Reducer:
         self._parallel(_copy_range, s, flat, n, max(1, -(-n // self.nthreads)))
 
     def close(self) -> None:
+        """Stop its worker threads (those running finish their slice); a later large sum starts new
+        ones."""
         with self._lock:
             if self._pool is not None:
                 self._pool.shutdown(wait=False)

@@ -166,12 +166,16 @@ class SimulatedStreams:
 
     # -- events -------------------------------------------------------------------
     def record(self, stream: SimStream, dev: Any = None) -> SimEvent:
+        """An event on ``stream``: it marks the work enqueued so far (and what the host did
+        before). ``dev`` is not used (CUDA's device)."""
         with self._lock:
             self.counts["record"] += 1
             _merge(stream.vc, self.host.vc)  # enqueued by the host, after what it did
             return SimEvent(stream.vc, stream)
 
     def wait(self, stream: SimStream, event: SimEvent, dev: Any = None) -> None:
+        """Make later work on ``stream`` wait for ``event`` (``cudaStreamWaitEvent``); ``dev`` is
+        not used."""
         with self._lock:
             self.counts["wait"] += 1
             _merge(stream.vc, event.vc)
@@ -184,6 +188,7 @@ class SimulatedStreams:
             _merge(self.host.vc, stream.vc)
 
     def sync_event(self, event: SimEvent) -> None:
+        """The host waits for ``event`` (``cudaEventSynchronize``)."""
         with self._lock:
             _merge(self.host.vc, event.vc)
 
@@ -229,6 +234,13 @@ class SimulatedStreams:
         self.access(self.host, reads=[a], what="host read")
 
     def host_write(self, a: Any) -> None:
+        """The host writes ``a``.
+
+        Raises
+        ------
+        StreamOrderError
+            Work on a stream not yet waited for still reads or writes it.
+        """
         self.access(self.host, writes=[a], what="host write")
 
     def retire(self, a: Any) -> None:

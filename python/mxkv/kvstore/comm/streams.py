@@ -54,13 +54,16 @@ class CudaStreams:
         self._lock = threading.Lock()
 
     def key(self, ctx: Context) -> int:
+        """The CUDA device a context's work runs on (virtual GPUs share their device's)."""
         return ctx.cuda_id
 
     def current(self, dev: int):
+        """The calling thread's current CuPy stream on CUDA device ``dev``."""
         with self.cupy.cuda.Device(dev):
             return self.cupy.cuda.get_current_stream()
 
     def comm(self, dev: int):
+        """The comms' own non-blocking stream on CUDA device ``dev``, made on first use."""
         with self._lock:
             s = self._comm.get(dev)
             if s is None:
@@ -80,12 +83,16 @@ class CudaStreams:
                 stream.__exit__(None, None, None)
 
     def record(self, stream: Any, dev: Optional[int] = None):
+        """A new event recorded on ``stream`` (on device ``dev`` when given: an event belongs to
+        its stream's device)."""
         if dev is None:
             return stream.record()
         with self.cupy.cuda.Device(dev):  # an event is recorded on its stream's device
             return stream.record()
 
     def wait(self, stream: Any, event: Any, dev: Optional[int] = None) -> None:
+        """Make later work on ``stream`` wait for ``event`` (``dev``: the device whose null stream
+        ``stream`` may be)."""
         if dev is None:
             stream.wait_event(event)
             return
@@ -94,10 +101,12 @@ class CudaStreams:
 
     @staticmethod
     def synchronize(stream: Any) -> None:
+        """The host waits until everything enqueued on ``stream`` has run."""
         stream.synchronize()
 
     @staticmethod
     def sync_event(event: Any) -> None:
+        """The host waits for ``event``."""
         event.synchronize()
 
     def collective(self, streams: Iterable[Any]) -> None:
@@ -111,6 +120,7 @@ class CudaStreams:
         """``a``'s memory goes back to its pool (nothing to check here)."""
 
     def comm_streams(self) -> List[Any]:
+        """``(device, stream)`` of every comm stream made so far."""
         with self._lock:
             return list(self._comm.items())
 

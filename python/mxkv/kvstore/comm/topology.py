@@ -66,6 +66,7 @@ class Links:
 
     @property
     def n(self) -> int:
+        """The number of devices."""
         return len(self.rank)
 
 

@@ -88,6 +88,9 @@ def _rows(a: NDArray, lo: int, hi: int) -> NDArray:
 
 @Comm.register
 class CommTree(CommDevice):
+    """Reduces and broadcasts along topology-aware binary trees over the GPUs' links (MXNet's
+    ``CommDeviceTree``, ``MXNET_KVSTORE_USETREE=1``); what trees cannot do goes through
+    :class:`CommDevice`. See the module docstring."""
     name = "tree"
 
     def __init__(self) -> None:

@@ -101,10 +101,12 @@ class Coordinator:
 
     async def info(self) -> dict:
         """The job at a glance: its size, which workers joined, left or died,
-        the server processes and how many commands were logged."""
+        which wait at a barrier now, the server processes and how many
+        commands were logged."""
         return {"job": self.job, "num_workers": self.num_workers,
                 "num_servers": self.num_servers, "workers": sorted(self.workers),
                 "left": sorted(self.left), "dead": dict(self.dead),
+                "at_barrier": sorted(self._barrier_in),
                 "servers": dict(self.servers), "commands": len(self.commands)}
 
     # ------------------------------------------------------------ workers

@@ -6,19 +6,22 @@
             [clojure.test :refer :all]
             [org.apache.clojure-mxnet.bridge :as bridge]
             [org.apache.clojure-mxnet.kvstore :as kvstore]
-            [org.apache.clojure-mxnet.ndarray :as ndarray])
-  (:import (org.apache.clojure_mxnet.bridge Json Mapper PrivateFiles$UnsafeFileException
-                                            Py4JTransport)))
-
-(defn- wait-until [timeout-ms pred]
-  (let [deadline (+ (System/currentTimeMillis) timeout-ms)]
-    (loop []
-      (or (pred)
-          (when (< (System/currentTimeMillis) deadline)
-            (Thread/sleep 50)
-            (recur))))))
+            [org.apache.clojure-mxnet.ndarray :as ndarray]
+            [org.apache.clojure-mxnet.test-support :refer [wait-until]])
+  (:import (org.apache.clojure_mxnet.bridge Handles Handles$Handle Json Mapper
+                                            PrivateFiles$UnsafeFileException Py4JTransport)
+           (org.apache.clojure_mxnet.ndarray NDArray)))
 
 (defn- live-handles [] (:handles (bridge/stats)))
+
+(defn- handle-counts
+  "[live engine handles, ids released so far] of the default connection, read
+   together: every release is sent holding the lock of the connection's Handles."
+  []
+  (let [conn (bridge/connection)
+        ^Handles handles (:handles conn)]
+    (locking handles
+      [(:handles (bridge/stats conn)) (.releasedCount handles)])))
 
 (deftest engine-errors-are-ex-info-with-python-details
   (let [kv (kvstore/create)]
@@ -42,19 +45,24 @@
   (is (= [1 "a\"b\n" {:k nil} true 2.5 -3 1.0E10] (Json/parse "[1,\"a\\\"b\\n\",{\"k\":null},true,2.5,-3,1e10]"))))
 
 (deftest garbage-collected-arrays-free-their-engine-objects
-  (bridge/flush-releases!)
-  (System/gc)
-  (Thread/sleep 100)
-  (bridge/flush-releases!)
-  (let [before (live-handles)
-        held (volatile! (doall (repeatedly 2000 #(ndarray/ones [4]))))]
-    (is (>= (live-handles) (+ before 2000)) "the arrays exist in the engine while reachable")
+  ;; Earlier tests' garbage may be released while this one runs: the first
+  ;; count adds what was released meanwhile.
+  (let [[before released-before] (handle-counts)
+        held (volatile! (doall (repeatedly 2000 #(ndarray/ones [4]))))
+        ;; a Handle does not reach its array: holding them keeps no array alive
+        handles (mapv #(.-handle ^NDArray %) @held)
+        released? #(.isReleased ^Handles$Handle %)]
+    (let [[live released] (handle-counts)]
+      (is (>= (+ live (- released released-before)) (+ before 2000))
+          "the arrays exist in the engine while reachable"))
     (is (= 2000 (count @held)))
+    (is (not-any? released? handles))
     (vreset! held nil)
-    (is (wait-until 15000 (fn []
-                            (System/gc)
-                            (bridge/flush-releases!)
-                            (< (live-handles) (+ before 200))))
+    (is (wait-until 15000 50 (fn []
+                               (System/gc)
+                               (let [queued (every? released? handles)]
+                                 (bridge/flush-releases!)
+                                 (and queued (< (live-handles) (+ before 200))))))
         "after GC the engine dropped them")))
 
 (deftest dispose-frees-immediately

@@ -14,24 +14,16 @@
             [org.apache.clojure-mxnet.kvstore :as kvstore]
             [org.apache.clojure-mxnet.ndarray :as ndarray]
             [org.apache.clojure-mxnet.optimizer :as optimizer]
-            [org.apache.clojure-mxnet.test-support :refer [with-connection]]
+            [org.apache.clojure-mxnet.test-support :refer [wait-until with-connection]]
             [org.apache.clojure-mxnet.util :as util])
   (:import (clojure.lang ExceptionInfo)
-           (java.util.concurrent TimeUnit)
+           (java.util.concurrent CountDownLatch TimeUnit)
            (org.apache.clojure_mxnet.bridge Py4JTransport)))
 
 (set! *warn-on-reflection* true)
 
 (def ^:private kill-trials
   (util/env-long "MXKV_TEST_KILL_TRIALS" 3 1))
-
-(defn- wait-until [timeout-ms pred]
-  (let [deadline (+ (System/currentTimeMillis) timeout-ms)]
-    (loop []
-      (or (pred)
-          (when (< (System/currentTimeMillis) deadline)
-            (Thread/sleep 10)
-            (recur))))))
 
 (defn- signal! [sig pid]
   (.waitFor (.start (ProcessBuilder. ^java.util.List (list "kill" (str "-" sig) (str pid))))))
@@ -153,14 +145,18 @@
           kv (adder)
           g (ndarray/ones [4])
           go (promise)
+          pushing (CountDownLatch. 8)
           threads (vec (for [_ (range 8)]
                          (future
                            @go
-                           (try (loop [n 0] (kvstore/push kv "w" g) (recur (inc n)))
+                           (try (loop [n 0]
+                                  (kvstore/push kv "w" g)
+                                  (when (zero? n) (.countDown pushing))
+                                  (recur (inc n)))
                                 (catch ExceptionInfo e [e (System/nanoTime)])))))]
       (try
         (deliver go true)
-        (Thread/sleep 100)
+        (is (.await pushing 60 TimeUnit/SECONDS) "every thread has pushed: the engine is under load")
         (let [t0 (System/nanoTime)]
           (kill! conn)
           (let [outcomes (for [t threads]

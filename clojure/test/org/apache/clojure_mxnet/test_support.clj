@@ -13,3 +13,16 @@
       (finally
         (bridge/use-connection! old)
         (bridge/close! conn)))))
+
+(defn wait-until
+  "Polls (pred) every `poll-ms` (default 10) until it returns a true value,
+   which it returns; nil once `timeout-ms` have passed without one. Wrap it
+   in `is`, so that a condition never reached fails the test."
+  ([timeout-ms pred] (wait-until timeout-ms 10 pred))
+  ([timeout-ms poll-ms pred]
+   (let [deadline (+ (System/currentTimeMillis) timeout-ms)]
+     (loop []
+       (or (pred)
+           (when (< (System/currentTimeMillis) deadline)
+             (Thread/sleep (long poll-ms))
+             (recur)))))))
