@@ -135,6 +135,28 @@ def test_push_segments_are_reused_once_durable_and_removed_at_close(jobs, monkey
     assert left == []
 
 
+def big_rounds(kv, mx):
+    kv.init("w", mx.nd.zeros((64, 1024)))
+    grad, out = mx.nd.ones((64, 1024)) * (kv.rank + 1), mx.nd.zeros((64, 1024))
+    counts = []
+    for _ in range(30):
+        kv.push("w", grad)
+        kv.pull("w", out=out)
+        counts.append(sum(p.segments for p in kv._pools.values()))
+    return counts, float(out.asnumpy().min())
+
+
+def test_every_workers_pull_waits_for_a_forced_checkpoint_so_one_segment_serves(jobs):
+    # MXKV_KEEP_BYTES below one round's pushes: every round forces a
+    # checkpoint, and each worker's pull answers once it is written, so each
+    # worker reuses one push segment (when only the first puller waited, the
+    # other made a second segment: another copy of a big key)
+    job = jobs.job(2, 1, shard_env={"MXKV_KEEP_BYTES": "1000", "MXKV_CHECKPOINT_ROUNDS": "100"})
+    for counts, value in jobs.run(job, big_rounds):
+        assert value == 3.0
+        assert counts == [1] * 30, counts
+
+
 def raced_pull(kv, mx):
     kv.init(["a", "b"], [mx.nd.zeros((4,)), mx.nd.zeros((300,))])
     kv.push(["a", "b"], [mx.nd.ones((4,)) * (kv.rank + 1), mx.nd.ones((300,)) * 2])

@@ -424,7 +424,7 @@ class ServerShard:
                 # pushes are not kept round after round)
                 self._pushed = 0
                 self._since_ckpt += 1
-                if self._keep_done is None:
+                if self._keep_done is None or self._keep_done.done():
                     self._keep_done = self._durable_future()
                 else:
                     self._checkpoint()
@@ -471,11 +471,18 @@ class ServerShard:
                 await self._publish_fresh(names, ref)
         while len(self._snapshots) > 4:  # workers ask for the same round together
             self._snapshots.popitem(last=False)
-        if self._keep_done is not None:
+        keep = self._keep_done
+        if keep is not None:
             # a checkpoint forced by MXKV_KEEP_BYTES: answer once it is written,
-            # so the workers learn now that they may reuse this round's pushes
-            done, self._keep_done = self._keep_done, None
-            await self._wait_durable(done)
+            # so the workers learn now that they may reuse this round's pushes;
+            # every worker's pull of the round waits for it (had only the
+            # first waited, the others would keep their push segments and
+            # make new ones next round: another copy of a big key each)
+            try:
+                await self._wait_durable(keep)
+            finally:
+                if keep.done() and self._keep_done is keep:
+                    self._keep_done = None
         return [ref, [self.durable.get(n, -1) for n in names]]
 
     async def row_sparse_pull(self, incarnation: str, rank: int,
