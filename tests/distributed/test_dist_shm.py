@@ -70,6 +70,22 @@ def test_a_pinned_publication_is_not_written_over_and_goes_once_unpinned(tmp_pat
     assert os.listdir(tmp_path) == []
 
 
+def test_a_push_pool_keeps_a_few_free_segments_and_removes_the_rest(tmp_path):
+    pool = PushPool(str(tmp_path), "w0-s0")
+    held = [pool.pack([np.full(8, i, np.float32)]) for i in range(7)]   # a burst in flight
+    assert pool.segments == 7 and len(os.listdir(tmp_path)) == 7
+    for batch, release in held:
+        np.testing.assert_array_equal(Reader().views(batch)[0], float(held.index((batch, release))))
+        release()
+        release()                          # (a second release does nothing)
+    assert pool.segments == PushPool.MAX_FREE == len(os.listdir(tmp_path))
+    batch, release = pool.pack([np.ones(8, np.float32)])   # reuses one of them
+    assert pool.segments == PushPool.MAX_FREE and batch.path in {
+        os.path.join(str(tmp_path), f) for f in os.listdir(tmp_path)}
+    pool.close()
+    assert os.listdir(tmp_path) == []
+
+
 def test_publisher_drops_least_recently_used_rings_past_its_budget(tmp_path):
     pub = Publisher(str(tmp_path), "shard0-x", max_bytes=3 * (HEADER + 4096))
     for name in ("a", "b", "c"):

@@ -177,9 +177,13 @@ class PushPool:
         File name prefix, unique to this worker process and shard.
     """
 
+    #: free segments kept for reuse; one released beyond them is removed
+    MAX_FREE = 4
+
     def __init__(self, directory: str, prefix: str) -> None:
         self.directory = directory
         self.prefix = prefix
+        self._made = 0
         # made once: a directory removed at the job's end is not made again
         # by a process still finishing (segments then fail with OSError)
         os.makedirs(directory, mode=0o700, exist_ok=True)
@@ -200,7 +204,13 @@ class PushPool:
             if not done:
                 done.append(True)
                 with self._lock:
-                    self._free.append(seg)
+                    if len(self._free) < self.MAX_FREE:
+                        self._free.append(seg)
+                        return
+                    # a burst (many inits in flight) made more than rounds
+                    # reuse: the extra segments go, not their memory kept
+                    self._all.remove(seg)
+                seg.close(unlink=True)
         return ShmBatch(seg.path, 0, parts), release
 
     def _acquire(self, size: int) -> Segment:
@@ -210,7 +220,8 @@ class PushPool:
                 seg = min(fits, key=lambda s: s.size)
                 self._free.remove(seg)
                 return seg
-            path = os.path.join(self.directory, f"{self.prefix}-{len(self._all)}")
+            self._made += 1   # (not len(_all): removed segments free their numbers)
+            path = os.path.join(self.directory, f"{self.prefix}-{self._made}")
             seg = Segment(path, max(size, HEADER), create=True)
             self._all.append(seg)
             return seg

@@ -98,6 +98,9 @@ class DistKVStore(KVStore):
         self._closed = False
         self._barrier_before_exit = True
         self._optimizer_known = False
+        # rank 0's inits in flight (bytes): past MXKV_KEEP_BYTES, init waits
+        self._init_bytes = 0
+        self._init_bound = env("MXKV_KEEP_BYTES", 512 << 20, int, minimum=1)
         self._sender = None
         if self._job.p3:
             from .p3 import PrioritySender
@@ -263,6 +266,12 @@ class DistKVStore(KVStore):
             self._key_is_str = is_str
         groups = self._by_shard(entries)
         if self._rank == 0:
+            # Sent, not waited for (as a push): the values were copied into
+            # the messages, which are kept until the shards have them on disk
+            # (re-sent to a restarted shard), and a later push or pull of
+            # these keys waits on the shard for the init. So one-at-a-time
+            # inits of many keys overlap instead of paying a round trip each;
+            # past MXKV_KEEP_BYTES in flight, init waits for them.
             for shard, (items, payloads) in groups.items():
                 arrays = as_arrays(payloads) if self._fast(shard) else None
                 batch = self._pack(shard, arrays) if arrays is not None else None
@@ -272,7 +281,12 @@ class DistKVStore(KVStore):
                 else:
                     msg = Message("init", shard, items, self._ray.put(payloads))
                 self._chan.send(msg, "init")
-            self._chan.reap(block=True)
+                self._init_bytes += sum(getattr(p, "nbytes", 0) for p in payloads)
+            if self._init_bytes >= self._init_bound:
+                self._chan.reap(block=True)
+                self._init_bytes = 0
+            else:
+                self._chan.reap()
         else:
             calls = []
             for shard, (items, _) in groups.items():
@@ -296,7 +310,14 @@ class DistKVStore(KVStore):
     def _apply_push(self, grouped: dict, priority: int = 0) -> None:
         # The caller holds the keys' locks: a key's merge, its sequence number
         # and its messages are this thread's alone; other keys go on in parallel.
-        self._chan.reap()
+        if self._init_bytes:
+            # inits still in flight: the shards take them before this push
+            # anyway, and once they are durable their segments serve it
+            # (instead of new segments, kept as long as the store)
+            self._chan.reap(block=True)
+            self._init_bytes = 0
+        else:
+            self._chan.reap()
         entries = []
         for k in self._sorted_keys(grouped):
             vals = grouped[k]
