@@ -209,6 +209,24 @@ def test_a_bad_csr_call_names_the_shape_or_type_at_fault(name):
         call()
 
 
+@pytest.mark.parametrize("op", ["mul", "add_0", "gt", "union", "times_dense", "abs", "clip",
+                                "concat", "in_place_source"])
+def test_a_csr_result_is_a_new_array_writing_to_it_leaves_the_operands(op):
+    a, b = csr(), csr()
+    make = {"mul": lambda: a * 2, "add_0": lambda: a + 0, "gt": lambda: a > 0,
+            "union": lambda: a + b, "times_dense": lambda: a * nd.ones((3, 4)),
+            "abs": lambda: nd.abs(a), "clip": lambda: nd.clip(a, -1, 1),
+            "concat": lambda: nd.concat(a, b, dim=0),
+            "in_place_source": lambda: b.__iadd__(a)}[op]
+    res = make()
+    assert res.stype == "csr" and res is not a
+    res.check_format()
+    res *= 0
+    res[:] = nd.ones(res.shape)
+    assert a.asnumpy().tolist() == csr().asnumpy().tolist()
+    assert a.data.asnumpy().tolist() == csr().data.asnumpy().tolist()
+
+
 def test_a_failed_csr_operation_changes_nothing():
     c = csr()
     for bad in (lambda: c.__itruediv__(nd.ones((3, 4))),
