@@ -521,6 +521,8 @@ def scenario_csr_elementwise_functions(mx):
         "mean_axis1": lambda: a.mean(axis=1), "max_axis0": lambda: nd.max(a, axis=0),
         "min": lambda: nd.min(a), "prod": lambda: nd.prod(a),
         "argmax_axis1": lambda: nd.argmax(a, axis=1), "transpose": lambda: a.T,
+        "flatten": lambda: a.flatten(), "flatten_in_place": lambda: a.flatten(inplace=True),
+        "reshape": lambda: a.reshape((4, 3)),
         "maximum_0": lambda: nd.maximum(a, 0), "minimum_0": lambda: nd.minimum(a, 0),
         # errors
         "clip_0_5_1": lambda: nd.clip(a, 0.5, 1), "clip_m2_m0_5": lambda: nd.clip(a, -2, -0.5),

@@ -13,8 +13,8 @@ records MXNet's results):
   ``dense.tostype('csr')``, ``sparse.zeros('csr', shape)``;
 * ``tostype('default')``, ``asnumpy``, ``copy``, ``copyto`` (a context, a
   dense NDArray of its shape and dtype, another csr array), ``as_in_context``,
-  ``astype``, ``data``/``indices``/``indptr`` (copies), row slices ``a[i]``,
-  ``a[b:e]`` (a new array);
+  ``astype``, ``flatten`` (dense), ``data``/``indices``/``indptr`` (copies),
+  row slices ``a[i]``, ``a[b:e]`` (a new array);
 * arithmetic, comparisons, ``a[:] = value``, ``abs``/``sqrt``/``square``/
   ``sign``/``negative``/``clip`` and ``concat``: ``csr_ops.py``, csr results
   where MXNet keeps csr storage (``a * 2``, ``a + b``, ``a * dense``, ``a > 0``,
@@ -243,6 +243,13 @@ class CSRNDArray(NDArray):
     def reshape(self, *args: Any, **kwargs: Any) -> NDArray:
         raise MXNetTypeError(f"reshape is not supported for a csr array (shape {self._shape}): "
                              "convert with tostype('default') first")
+
+    def flatten(self, inplace: bool = False) -> NDArray:
+        """A dense copy (MXNet's storage fallback: a 2-D array is already flat);
+        ``inplace=True`` (a reshaped view) is refused, as ``reshape``."""
+        if inplace:
+            return self.reshape((self._shape[0], -1))
+        return self.tostype("default")
 
     # ------------------------------------------------------------------ arithmetic
     def _binary(self, other: Any, name: str, reverse: bool = False,
