@@ -161,9 +161,27 @@ CSR_ERRORS = {  # a bad csr call: (the call, what its error names)
     "row step": (lambda: csr()[::2], "step 2"),
     "numpy row": (lambda: csr()[np.int64(1)], "int64"),
     "two axes": (lambda: csr()[0:2, 1], r"\(3, 4\)"),
-    "add": (lambda: csr() + 1, r"operator \+ on a csr array of shape \(3, 4\) with int"),
-    "reverse divide": (lambda: 2 / csr(), "operator / on a csr array"),
-    "multiply by an array": (lambda: csr() * nd.ones((3, 4)), "with NDArray"),
+    "divide by a dense array of its shape": (lambda: csr() / nd.ones((3, 4)),
+                                             r"of its shape \(3, 4\)"),
+    "int32 times a dense array of its shape": (
+        lambda: csr().astype("int32") * nd.ones((3, 4), dtype="int32"), "not int32"),
+    "times a 3-d array": (lambda: csr() * nd.ones((2, 3, 4)), r"\(2, 3, 4\)"),
+    "plus a csr of another dtype": (lambda: csr() + csr().astype("float64"), "float64"),
+    "clip without 0": (lambda: nd.clip(csr(), 0.5, 1), r"\[0.5, 1\]"),
+    "clip into a dense out": (lambda: nd.clip(csr(), -1, 1, out=nd.zeros((3, 4))),
+                              "a dense out"),
+    "assign a number": (lambda: csr().__setitem__(slice(None), 2.0), r"number \(2.0\)"),
+    "assign rows": (lambda: csr().__setitem__(slice(1, 2), nd.ones((1, 4))), r"\[1:2:None\]"),
+    "assign a row": (lambda: csr().__setitem__(0, nd.ones((4,))), r"\[0\]"),
+    "assign a row_sparse": (lambda: csr().__setitem__(slice(None), rsp3x4()), "row_sparse"),
+    "assign another dtype": (
+        lambda: csr().__setitem__(slice(None), nd.zeros((3, 4), dtype="float64")), "float64"),
+    "assign another shape": (lambda: csr().__setitem__(slice(None), nd.zeros((3, 5))),
+                             r"\(3, 5\)"),
+    "concatenate along axis 0": (lambda: nd.concatenate([csr(), csr()]), r"dim=0"),
+    "concat of other columns": (lambda: nd.concat(csr(), nd.ones((2, 5)).tostype("csr"), dim=0),
+                                r"\(2, 5\)"),
+    "unary plus": (lambda: +csr(), "unary"),
     "copyto another dtype": (lambda: csr().copyto(nd.zeros((3, 4), dtype="float64")),
                              "dtype float32 into a dense array of dtype float64"),
     "copyto another shape": (lambda: csr().copyto(nd.zeros((3, 5))), r"\(3, 4\).*\(3, 5\)"),
@@ -177,10 +195,11 @@ CSR_ERRORS = {  # a bad csr call: (the call, what its error names)
     "csr_matrix 1-d": (lambda: nd.sparse.csr_matrix([1, 2, 3]), r"\(3,\)"),
     "csr_matrix tuple": (lambda: nd.sparse.csr_matrix((1, 2, 3, 4)), "length of input tuple: 4"),
     "reshape": (lambda: csr().reshape((4, 3)), r"\(3, 4\)"),
-    "a dense operator's csr out": (
-        lambda: nd.broadcast_add(nd.ones((3, 4)), nd.ones((3, 4)), out=csr()),
-        r"\(shape \(3, 4\)\) has csr storage"),
 }
+
+
+def rsp3x4():
+    return nd.ones((3, 4)).tostype("row_sparse")
 
 
 @pytest.mark.parametrize("name", sorted(CSR_ERRORS))
@@ -190,10 +209,31 @@ def test_a_bad_csr_call_names_the_shape_or_type_at_fault(name):
         call()
 
 
+@pytest.mark.parametrize("op", ["mul", "add_0", "gt", "union", "times_dense", "abs", "clip",
+                                "concat", "in_place_source"])
+def test_a_csr_result_is_a_new_array_writing_to_it_leaves_the_operands(op):
+    a, b = csr(), csr()
+    make = {"mul": lambda: a * 2, "add_0": lambda: a + 0, "gt": lambda: a > 0,
+            "union": lambda: a + b, "times_dense": lambda: a * nd.ones((3, 4)),
+            "abs": lambda: nd.abs(a), "clip": lambda: nd.clip(a, -1, 1),
+            "concat": lambda: nd.concat(a, b, dim=0),
+            "in_place_source": lambda: b.__iadd__(a)}[op]
+    res = make()
+    assert res.stype == "csr" and res is not a
+    res.check_format()
+    res *= 0
+    res[:] = nd.ones(res.shape)
+    assert a.asnumpy().tolist() == csr().asnumpy().tolist()
+    assert a.data.asnumpy().tolist() == csr().data.asnumpy().tolist()
+
+
 def test_a_failed_csr_operation_changes_nothing():
     c = csr()
-    for bad in (lambda: c.__iadd__(1), lambda: c.__imul__(nd.ones((3, 4))),
-                lambda: c.copyto(nd.zeros((3, 5))), lambda: c.__setitem__(0, 1)):
+    for bad in (lambda: c.__itruediv__(nd.ones((3, 4))),
+                lambda: c.__iadd__(csr().astype("float64")),
+                lambda: c.__imul__(nd.ones((3, 4), dtype="float64")),
+                lambda: c.copyto(nd.zeros((3, 5))), lambda: c.__setitem__(0, 1),
+                lambda: c.__setitem__(slice(None), nd.zeros((3, 4), dtype="int32"))):
         with pytest.raises(MXNetError):
             bad()
         assert c.asnumpy().tolist() == csr().asnumpy().tolist()

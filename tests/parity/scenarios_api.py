@@ -129,3 +129,16 @@ def scenario_context_default_ctx(mx):
         ctx = mx.Context.default_ctx
     return {"ctx": str(ctx), "deprecated": any(issubclass(w.category, DeprecationWarning)
                                                for w in seen)}
+
+
+@scenario()
+def scenario_mod_by_zero(mx):
+    """``x % 0`` is 0 in MXNet (its ``mod`` kernel), not NaN as in numpy."""
+    a = mx.nd.array([0, 5, -1, 1, -1.5, 3, -3])
+    b = mx.nd.array([0, 0, 2, -2, 2, 1.5, -1.5])
+    i = mx.nd.array([5, -5, 0], dtype="int32")
+    c = a.copy()
+    c %= 0
+    return {"array": describe(a % b), "scalar": describe(a % 0), "reverse": describe(2 % b),
+            "int32": describe(i % mx.nd.array([0, 3, 0], dtype="int32")),
+            "int32_scalar": describe(i % 0), "in_place": describe(c)}

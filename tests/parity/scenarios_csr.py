@@ -254,3 +254,347 @@ def scenario_csr_dot(mx):
             "rhs_list": lambda: dot(a, [[1.0]] * 5)}.items():
         out[name] = attempt(lambda f=f: csr_parts(f()))
     return out
+
+
+# ------------------------------------------------------------------ issue 21: operators
+def csr_stored(x):
+    """What ``csr_parts`` records, with a csr array's stored values as ``[column,
+    value]`` pairs per row in column order: MXNet leaves some results' columns
+    unsorted within a row (and stale values past ``indptr[-1]``), mxkv sorts
+    them (D26)."""
+    out = {"stype": x.stype, "shape": list(x.shape), "dtype": np.dtype(x.dtype).name,
+           "ctx": str(x.context), "value": _json(x.asnumpy())}
+    if x.stype == "csr":
+        indptr = x.indptr.asnumpy().tolist()
+        data = x.data.asnumpy()[:indptr[-1]]
+        indices = x.indices.asnumpy()[:indptr[-1]].tolist()
+        rows = []
+        for b, e in zip(indptr[:-1], indptr[1:]):
+            order = sorted(range(b, e), key=lambda k: indices[k])
+            rows.append([[indices[k], _json(data[k:k + 1])[0]] for k in order])
+        out.update(indptr=indptr, rows=rows)
+    return out
+
+
+def _b(mx):
+    return mx.nd.array([[1.0, 0, 0, 0], [0, 0, 2.0, 0], [3.0, 0, 0, -4.0]]).tostype("csr")
+
+
+def _with_zero(mx):
+    """A csr array storing a zero (at row 0, column 1)."""
+    return mx.nd.sparse.csr_matrix(([1.0, 0.0, -2.0], [0, 1, 3], [0, 2, 2, 3]), shape=(3, 5))
+
+
+def _with_nan(mx):
+    return mx.nd.sparse.csr_matrix(([float("nan"), float("inf"), 2.0], [0, 1, 3],
+                                    [0, 2, 2, 3]), shape=(3, 4))
+
+
+def _i32(mx):
+    return mx.nd.array([[1, 0, 2], [0, -3, 5]], dtype="int32").tostype("csr")
+
+
+def _attempts(cases):
+    return {name: attempt(lambda f=f: csr_stored(f())) for name, f in cases.items()}
+
+
+@scenario()
+def scenario_csr_with_a_scalar(mx):
+    a = _csr(mx)
+    return _attempts({
+        "add_1": lambda: a + 1, "radd_1": lambda: 1 + a, "sub_1": lambda: a - 1,
+        "rsub_1": lambda: 1 - a, "add_0": lambda: a + 0, "radd_0": lambda: 0 + a,
+        "sub_0": lambda: a - 0, "rsub_0": lambda: 0 - a, "rdiv_1": lambda: 1 / a,
+        "rdiv_0": lambda: 0 / a, "mod_2": lambda: a % 2, "pow_2": lambda: a ** 2,
+        "rpow_2": lambda: 2 ** a, "eq_0": lambda: a == 0, "eq_1_5": lambda: a == 1.5,
+        "ne_0": lambda: a != 0, "ne_1": lambda: a != 1, "gt_0": lambda: a > 0,
+        "gt_m1": lambda: a > -1, "ge_0": lambda: a >= 0, "ge_1": lambda: a >= 1,
+        "lt_0": lambda: a < 0, "lt_1": lambda: a < 1, "le_0": lambda: a <= 0,
+        "le_m1": lambda: a <= -1, "eq_nan": lambda: a == float("nan"),
+        "ne_nan": lambda: a != float("nan"), "req_1_5": lambda: 1.5 == a,
+        "rlt_1": lambda: 1 < a, "req_0": lambda: 0 == a,
+        "stored_zero_add_0": lambda: _with_zero(mx) + 0,
+        "stored_zero_gt_0": lambda: _with_zero(mx) > 0,
+        "stored_zero_neg": lambda: -_with_zero(mx),
+        "int32_add_1": lambda: _i32(mx) + 1, "int32_add_0_5": lambda: _i32(mx) + 0.5,
+        "int32_gt_0_5": lambda: _i32(mx) > 0.5, "int32_gt_m0_5": lambda: _i32(mx) > -0.5,
+        "int32_mul_0_5": lambda: _i32(mx) * 0.5, "int32_neg": lambda: -_i32(mx),
+        "float64_sub_0": lambda: a.astype("float64") - 0,
+        "pos": lambda: +a,
+    })
+
+
+@scenario()
+def scenario_csr_with_a_csr(mx):
+    a, b = _csr(mx), _b(mx)
+    f16 = mx.nd.array(DENSE, dtype="float16").tostype("csr")
+    nd = mx.nd
+    return _attempts({
+        "a_add_a": lambda: a + a, "a_add_b": lambda: a + b, "a_sub_b": lambda: a - b,
+        "a_sub_a": lambda: a - a, "a_mul_b": lambda: a * b, "a_mul_a": lambda: a * a,
+        "a_div_b": lambda: a / b, "a_mod_a": lambda: a % a, "a_pow_a": lambda: a ** a,
+        "eq": lambda: a == b, "ne": lambda: a != b, "lt": lambda: a < b, "gt": lambda: a > b,
+        "stored_zero_add": lambda: _with_zero(mx) + _with_zero(mx),
+        "stored_zero_sub": lambda: _with_zero(mx) - _with_zero(mx),
+        "stored_zero_mul": lambda: _with_zero(mx) * _with_zero(mx),
+        "nan_mul_b": lambda: _with_nan(mx) * b, "nan_add_b": lambda: _with_nan(mx) + b,
+        "nan_sub_nan": lambda: _with_nan(mx) - _with_nan(mx),
+        "float16_add": lambda: f16 + f16, "float16_mul": lambda: f16 * f16,
+        "int32_add": lambda: _i32(mx) + _i32(mx), "int32_sub": lambda: _i32(mx) - _i32(mx),
+        "int32_mul": lambda: _i32(mx) * _i32(mx),
+        "broadcast_add": lambda: a + nd.ones((1, 4)).tostype("csr"),
+        "broadcast_mul": lambda: a * nd.ones((1, 4)).tostype("csr"),
+        "elemwise_add": lambda: nd.elemwise_add(a, b),
+        "elemwise_add_stored_zero": lambda: nd.elemwise_add(_with_zero(mx), _with_zero(mx)),
+        "nd_broadcast_add": lambda: nd.broadcast_add(a, b), "add_n": lambda: nd.add_n(a, b),
+        "add_n_three": lambda: nd.add_n(a, b, a),
+        "element_wise_sum": lambda: nd.ElementWiseSum(a, b),
+        "maximum": lambda: nd.maximum(a, b), "minimum": lambda: nd.minimum(a, b),
+        "power": lambda: nd.power(a, 2),
+        # errors
+        "shape_mismatch": lambda: a + nd.ones((2, 4)).tostype("csr"),
+        "dtype_mismatch": lambda: a + b.astype("float64"),
+        "elemwise_add_dtype_mismatch": lambda: nd.elemwise_add(a, b.astype("float64")),
+    })
+
+
+@scenario()
+def scenario_csr_with_a_dense_array(mx):
+    a, nd = _csr(mx), mx.nd
+    d = nd.array(np.arange(12).reshape(3, 4))
+    with_zero = nd.array([[1, 0, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]])
+    row, col = nd.array([[1, 2, 3, 4]]), nd.array([[1], [2], [4]])
+    return _attempts({
+        "mul": lambda: a * d, "rmul": lambda: d * a, "add": lambda: a + d,
+        "radd": lambda: d + a, "sub": lambda: a - d, "rsub": lambda: d - a,
+        "rdiv": lambda: d / a, "mul_zero_kept": lambda: a * with_zero,
+        "mul_row": lambda: a * row, "mul_col": lambda: a * col,
+        "mul_one_d": lambda: a * nd.array([1, 2, 3, 4]), "mul_1x1": lambda: a * nd.array([[2]]),
+        "mul_shape_1": lambda: a * nd.array([2]), "div_row": lambda: a / row,
+        "div_col": lambda: a / col, "div_one_d": lambda: a / nd.array([1, 2, 4, 8]),
+        "float16_mul_row": lambda: a.astype("float16") * row.astype("float16"),
+        "int32_mul_row": lambda: _i32(mx) * nd.ones((1, 3), dtype="int32"),
+        "float64_mul": lambda: a.astype("float64") * d.astype("float64"),
+        "nan_mul_zeros": lambda: _with_nan(mx) * nd.zeros((3, 4)),
+        "stored_zero_mul": lambda: _with_zero(mx) * nd.ones((3, 5)),
+        "eq": lambda: a == d, "gt": lambda: a > d, "req": lambda: d == a,
+        "add_row": lambda: a + nd.ones((1, 4)), "mod": lambda: a % d,
+        "add_row_sparse": lambda: a + nd.ones((3, 4)).tostype("row_sparse"),
+        "mul_row_sparse": lambda: a * nd.ones((3, 4)).tostype("row_sparse"),
+        "row_sparse_mul": lambda: nd.ones((3, 4)).tostype("row_sparse") * a,
+        "row_sparse_add": lambda: nd.ones((3, 4)).tostype("row_sparse") + a,
+        "elemwise_add": lambda: nd.elemwise_add(a, d),
+        "nd_broadcast_add": lambda: nd.broadcast_add(a, d),
+        # errors
+        "div_same_shape": lambda: a / nd.ones((3, 4)),
+        "int32_mul_same_shape": lambda: _i32(mx) * nd.ones((2, 3), dtype="int32"),
+        "float16_mul_same_shape": lambda: a.astype("float16") * d.astype("float16"),
+        "mul_three_d": lambda: a * nd.ones((2, 3, 4)),
+        "add_shape_mismatch": lambda: a + nd.ones((3, 5)),
+        "mul_shape_mismatch": lambda: a * nd.ones((3, 5)),
+        "mul_dtype_mismatch": lambda: a * d.astype("float64"),
+        "add_dtype_mismatch": lambda: a + d.astype("float64"),
+    })
+
+
+def _in_place(a, op, value):
+    if op == "+":
+        a += value
+    elif op == "-":
+        a -= value
+    elif op == "*":
+        a *= value
+    elif op == "/":
+        a /= value
+    else:
+        a %= value
+    return a
+
+
+@scenario()
+def scenario_csr_in_place(mx):
+    d = mx.nd.array(np.arange(12).reshape(3, 4))
+    cases = {"add_1": ("+", 1), "add_0": ("+", 0), "sub_1": ("-", 1), "mul_0": ("*", 0),
+             "mod_2": ("%", 2), "add_a": ("+", _csr(mx)), "sub_b": ("-", _b(mx)),
+             "mul_b": ("*", _b(mx)), "div_b": ("/", _b(mx)), "mul_dense": ("*", d),
+             "add_dense": ("+", d), "div_dense": ("/", d),
+             "add_dtype_mismatch": ("+", _b(mx).astype("float64"))}
+    out = {}
+    for name, (op, value) in cases.items():
+        a = _csr(mx)
+        out[name] = attempt(lambda a=a, op=op, value=value: csr_stored(_in_place(a, op, value)))
+        out[name + "_after"] = csr_stored(a)
+    out["int32_mul_2_5"] = csr_stored(_in_place(_i32(mx), "*", 2.5))
+    out["int32_add_1"] = csr_stored(_in_place(_i32(mx), "+", 1))
+    a = _csr(mx)
+    out["returns_self"] = _in_place(a, "+", _b(mx)) is a
+    return out
+
+
+@scenario()
+def scenario_csr_assign(mx):
+    nd = mx.nd
+    d = nd.array(np.arange(12).reshape(3, 4))
+    cases = {
+        "dense": (slice(None), d), "csr": (slice(None), _b(mx)),
+        "csr_float64": (slice(None), _b(mx).astype("float64")),
+        "csr_int32": (slice(None), nd.ones((3, 4), dtype="int32").tostype("csr")),
+        "numpy": (slice(None), np.arange(12.0).reshape(3, 4)),
+        "numpy_tenths": (slice(None), np.full((3, 4), 0.1)),
+        "numpy_int": (slice(None), np.arange(12).reshape(3, 4)),
+        "all_zero": (slice(None), nd.zeros((3, 4))),
+        # errors
+        "float": (slice(None), 2.0), "int": (slice(None), 3),
+        "numpy_scalar": (slice(None), np.float32(2)),
+        "row_sparse": (slice(None), nd.ones((3, 4)).tostype("row_sparse")),
+        "list": (slice(None), [[1.0] * 4] * 3),
+        "dense_wrong_shape": (slice(None), nd.ones((2, 4))),
+        "dense_broadcast_shape": (slice(None), nd.ones((1, 4))),
+        "csr_wrong_shape": (slice(None), nd.ones((3, 5)).tostype("csr")),
+        "numpy_wrong_shape": (slice(None), np.ones((2, 4))),
+        "row": (0, d[0]), "rows": (slice(1, 2), d[1:2]), "step": (slice(None, None, 1), d),
+        "tuple": ((0, 1), 1.0), "str": ("a", d),
+    }
+    out = {}
+    for name, (key, value) in cases.items():
+        a = _csr(mx)
+
+        def assign(a=a, key=key, value=value):
+            a[key] = value
+            return csr_stored(a)
+        out[name] = attempt(assign)
+        out[name + "_after"] = csr_stored(a)
+    a = _csr(mx)
+    a[:] = a
+    out["self"] = csr_stored(a)
+    c = _csr(mx)
+    out["dense_copyto_returns_it"] = d.copyto(c) is c
+    out["dense_copyto"] = csr_stored(c)
+    return out
+
+
+@scenario(mxnet_skip="MXNet 1.9.1 raises on a dense value of another dtype assigned to a csr "
+                     "array, then aborts the process (terminate called without an active "
+                     "exception)",
+          expected={"dense_float64": RAISED, "dense_int32": RAISED,
+                    "numpy_into_float64": RAISED, "unchanged": True})
+def scenario_csr_assign_a_dense_value_of_another_dtype(mx):
+    d = mx.nd.array(np.arange(12).reshape(3, 4))
+    a, f64 = _csr(mx), _csr(mx).astype("float64")
+    out = {}
+    for name, dst, value in (("dense_float64", a, d.astype("float64")),
+                             ("dense_int32", a, d.astype("int32")),
+                             ("numpy_into_float64", f64, np.ones((3, 4)))):
+        out[name] = attempt(lambda dst=dst, value=value: (dst.__setitem__(slice(None), value),
+                                                          csr_stored(dst))[1])
+    out["unchanged"] = csr_stored(a) == csr_stored(_csr(mx)) and \
+        csr_stored(f64) == csr_stored(_csr(mx).astype("float64"))
+    return out
+
+
+@scenario()
+def scenario_csr_elementwise_functions(mx):
+    a, nd = _csr(mx), mx.nd
+    f64, f16 = a.astype("float64"), a.astype("float16")
+
+    def into(fn, out):
+        res = fn(out)
+        return {"returned_out": res is out, "out": csr_stored(out)}
+
+    out = _attempts({
+        "abs": lambda: nd.abs(a), "square": lambda: nd.square(a), "sqrt": lambda: nd.sqrt(a),
+        "sign": lambda: nd.sign(a), "negative": lambda: nd.negative(a),
+        "abs_method": lambda: a.abs(), "sqrt_method": lambda: a.sqrt(),
+        "square_method": lambda: a.square(), "sign_method": lambda: a.sign(),
+        "abs_builtin": lambda: abs(a), "clip_method": lambda: a.clip(-1, 1),
+        "stored_zero_abs": lambda: nd.abs(_with_zero(mx)),
+        "stored_zero_negative": lambda: nd.negative(_with_zero(mx)),
+        "stored_zero_sign": lambda: nd.sign(_with_zero(mx)),
+        "int32_sqrt": lambda: nd.sqrt(_i32(mx)), "int32_square": lambda: nd.square(_i32(mx)),
+        "int32_abs": lambda: nd.abs(_i32(mx)), "int32_sign": lambda: nd.sign(_i32(mx)),
+        "float64_sqrt": lambda: nd.sqrt(f64), "float16_square": lambda: nd.square(f16),
+        "clip_m1_1": lambda: nd.clip(a, -1, 1), "clip_0_1": lambda: nd.clip(a, 0, 1),
+        "clip_m1_0": lambda: nd.clip(a, -1, 0),
+        "ones_like": lambda: nd.ones_like(a), "zeros_like": lambda: nd.zeros_like(a),
+        "sum": lambda: nd.sum(a), "sum_axis0": lambda: nd.sum(a, axis=0),
+        "sum_method": lambda: a.sum(), "norm": lambda: nd.norm(a),
+        "mean_axis1": lambda: a.mean(axis=1), "max_axis0": lambda: nd.max(a, axis=0),
+        "min": lambda: nd.min(a), "prod": lambda: nd.prod(a),
+        "argmax_axis1": lambda: nd.argmax(a, axis=1), "transpose": lambda: a.T,
+        "flatten": lambda: a.flatten(), "flatten_in_place": lambda: a.flatten(inplace=True),
+        "reshape": lambda: a.reshape((4, 3)),
+        "maximum_0": lambda: nd.maximum(a, 0), "minimum_0": lambda: nd.minimum(a, 0),
+        # errors
+        "clip_0_5_1": lambda: nd.clip(a, 0.5, 1), "clip_m2_m0_5": lambda: nd.clip(a, -2, -0.5),
+    })
+    for name, fn, make in (
+            ("abs_out_dense", lambda o: nd.abs(a, out=o), lambda: nd.zeros((3, 4))),
+            ("abs_out_csr", lambda o: nd.abs(a, out=o), lambda: nd.sparse.zeros("csr", (3, 4))),
+            ("sqrt_out_dense", lambda o: nd.sqrt(a, out=o), lambda: nd.zeros((3, 4))),
+            ("negative_out_dense", lambda o: nd.negative(a, out=o), lambda: nd.zeros((3, 4))),
+            ("square_out_csr", lambda o: nd.square(a, out=o),
+             lambda: nd.ones((3, 4)).tostype("csr")),
+            ("dense_abs_out_csr", lambda o: nd.abs(nd.array(DENSE) - 1, out=o),
+             lambda: nd.sparse.zeros("csr", (3, 4))),
+            ("dense_broadcast_add_out_csr",
+             lambda o: nd.broadcast_add(nd.ones((3, 4)), nd.array(DENSE), out=o),
+             lambda: nd.sparse.zeros("csr", (3, 4))),
+            ("clip_out_csr", lambda o: nd.clip(a, -1, 1, out=o),
+             lambda: nd.sparse.zeros("csr", (3, 4))),
+            ("clip_out_dense", lambda o: nd.clip(a, -1, 1, out=o), lambda: nd.zeros((3, 4)))):
+        out[name] = attempt(lambda fn=fn, make=make: into(fn, make()))
+    return out
+
+
+@scenario()
+def scenario_csr_concat(mx):
+    a, b, nd = _csr(mx), _b(mx), mx.nd
+    two_rows = nd.ones((2, 4)).tostype("csr")
+
+    def into_dense():
+        o = nd.zeros((6, 4))
+        return {"returned_out": nd.concat(a, b, dim=0, out=o) is o, "out": csr_stored(o)}
+
+    out = _attempts({
+        "dim0": lambda: nd.concat(a, b, dim=0), "one": lambda: nd.concat(a, dim=0),
+        "three": lambda: nd.concat(a, b, a, dim=0),
+        "rows_differ": lambda: nd.concat(a, two_rows, dim=0),
+        "int32": lambda: nd.concat(_i32(mx), _i32(mx), dim=0),
+        "stored_zero": lambda: nd.concat(_with_zero(mx), _with_zero(mx), dim=0),
+        "default_dim": lambda: nd.concat(a, b), "dim1": lambda: nd.concat(a, b, dim=1),
+        "dim_m2": lambda: nd.concat(a, b, dim=-2),
+        "with_dense": lambda: nd.concat(a, nd.ones((3, 4)), dim=0),
+        "dense_first": lambda: nd.concat(nd.ones((3, 4)), a, dim=0),
+        "concatenate_axis1": lambda: nd.concatenate([a, b], axis=1),
+        # errors
+        "columns_differ": lambda: nd.concat(a, nd.ones((2, 5)).tostype("csr"), dim=0),
+        "dtype_differs": lambda: nd.concat(a, b.astype("float64"), dim=0),
+        "concatenate_axis0": lambda: nd.concatenate([a, b]),
+    })
+    out["into_dense"] = into_dense()
+    return out
+
+
+def _check_format_of(fn):
+    def run():
+        x = fn()
+        x.check_format()
+        return "passed"
+    return run
+
+
+@scenario(deviation="MXNet 1.9.1 leaves the column indices of csr + - * csr results "
+                    "unsorted within a row, so its own check_format refuses them; mxkv "
+                    "sorts them (D26)",
+          mxkv_expected={k: {"raises": False, "result": "passed"}
+                         for k in ("add", "sub", "mul", "elemwise_add", "in_place_add")})
+def scenario_csr_results_of_csr_pairs_pass_check_format(mx):
+    a, b = _csr(mx), _b(mx)
+
+    def in_place():
+        c = _csr(mx)
+        c += b
+        return c
+    return {name: attempt(_check_format_of(fn)) for name, fn in {
+        "add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * a,
+        "elemwise_add": lambda: mx.nd.elemwise_add(a, b), "in_place_add": in_place}.items()}

@@ -4,9 +4,8 @@ Every entry tests something mxkv does not claim: symbols and Module, autograd,
 gluon, csr storage beyond what ``docs/ndarray.md`` lists, numpy-shape mode, or an
 NDArray operator outside the subset ``docs/ndarray.md`` lists (mxkv's NDArray
 is what a KVStore user and the optimizers need, not MXNet's operator library).
-Tests that loop over storage types still run, with 'csr' dropped from the
-loop (``run.py``): with it, 11 of them fail on csr arithmetic, comparisons and
-``csr[:] =``, none of which mxkv has. ``docs/parity.md`` carries the same list.
+Tests that loop over storage types run with 'csr' in the loop (since issue
+21's csr operators). ``docs/parity.md`` carries the same list.
 """
 
 _OP = "operator(s) outside mxkv's NDArray subset (docs/ndarray.md): "
@@ -48,12 +47,7 @@ DESELECTED: dict[str, str] = {
     "test_ndarray.py::test_large_int_rounding": _OP + "floor, round, ceil, trunc",
     # test_sparse_ndarray.py
     "test_sparse_ndarray.py::test_sparse_nd_slice": _OP + "nd.slice on csr arrays",
-    "test_sparse_ndarray.py::test_sparse_nd_concat": _CSR + "concat of csr arrays (MXNet's is "
-                                                    "csr, mxkv's dense; the test's check has "
-                                                    "no assert)",
     "test_sparse_ndarray.py::test_sparse_nd_broadcast": _OP + "broadcast_to, broadcast_like",
-    "test_sparse_ndarray.py::test_sparse_nd_storage_fallback": _CSR + "csr outs of dense "
-                                                              "operators",
     "test_sparse_ndarray.py::test_create_csr": _CSR + "the COO form and asscipy (scipy)",
     "test_sparse_ndarray.py::test_synthetic_dataset_generator": _CSR + "csr generators",
     "test_sparse_ndarray.py::test_sparse_nd_fluent": _OP + "round, rint, fix, sin, ... fluent "

@@ -6,8 +6,7 @@ Give it the ``tests/python/unittest`` directory of an MXNet 1.9.1 checkout
     .venv/bin/python tools/mxnet_unittests/run.py /work/upstream/mxnet-1.9.1/tests/python/unittest
     .venv/bin/python tools/mxnet_unittests/run.py DIR --files test_kvstore.py -- -k row_sparse
 
-The test files are copied into a temporary directory (with 'csr' dropped
-from the storage-type lists they loop over: csr arithmetic is not claimed) next to the shims in
+The test files are copied, unchanged, into a temporary directory next to the shims in
 ``shim/``: a ``conftest.py`` that makes ``import mxnet`` give mxkv, and
 mxkv's own stand-ins for ``mxnet.test_utils``, the tests' ``common`` module
 and ``nose.tools``. Tests of features mxkv does not claim are deselected,
@@ -19,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -32,28 +30,6 @@ sys.path.insert(0, str(HERE))
 from deselected import DESELECTED  # noqa: E402
 
 FILES = ("test_kvstore.py", "test_optimizer.py", "test_ndarray.py", "test_sparse_ndarray.py")
-
-# A list literal of storage type names, e.g. ['row_sparse', 'csr'].
-_STYPE = r"""['"](?:default|row_sparse|csr)['"]"""
-_STYPE_LIST = re.compile(r"\[\s*" + _STYPE + r"(?:\s*,\s*" + _STYPE + r")*\s*,?\s*\]")
-
-
-def drop_csr_params(source: str) -> tuple[str, int]:
-    """Remove 'csr' from the storage-type lists tests loop over (``for stype in
-    ['row_sparse', 'csr']``), so the other storage types still run; return the
-    new source and how many lists changed. Lists holding only 'csr' stay."""
-    count = 0
-
-    def fix(m: re.Match) -> str:
-        nonlocal count
-        names = re.findall(r"""['"](\w+)['"]""", m.group(0))
-        if "csr" not in names or len(set(names)) == 1:
-            return m.group(0)
-        count += 1
-        return "[" + ", ".join(f"'{n}'" for n in names if n != "csr") + "]"
-
-    return _STYPE_LIST.sub(fix, source), count
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -73,10 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     work = Path(tempfile.mkdtemp(prefix="mxkv-mxnet-unittests-"))
     try:
-        rewritten = {}
         for f in args.files:
-            source, rewritten[f] = drop_csr_params((args.unittest_dir / f).read_text())
-            (work / f).write_text(source)
+            shutil.copy(args.unittest_dir / f, work / f)
         for f in args.unittest_dir.iterdir():  # data files the tests read (legacy_ndarray.v0)
             if f.is_file() and f.suffix not in (".py", ".pyc"):
                 shutil.copy(f, work / f.name)
@@ -98,10 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         csr = json.loads(csr_report.read_text()) if csr_report.exists() else {}
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report(counts, deselect, csr, rewritten)
+    report(counts, deselect, csr)
     if args.json:
-        args.json.write_text(json.dumps({"counts": counts, "csr_subchecks_not_run": csr,
-                                         "csr_dropped_from_stype_lists": rewritten},
+        args.json.write_text(json.dumps({"counts": counts, "csr_subchecks_not_run": csr},
                                         indent=1, sort_keys=True) + "\n")
     return 0 if all(c["failed"] == 0 for c in counts.values()) else 1
 
@@ -128,7 +101,7 @@ def summarize(junit: Path, files: list[str], deselect: dict) -> dict:
     return counts
 
 
-def report(counts: dict, deselect: dict, csr: dict, rewritten: dict) -> None:
+def report(counts: dict, deselect: dict, csr: dict) -> None:
     print("\nMXNet 1.9.1 unit tests on mxkv")
     print(f"{'file':<26}{'passed':>8}{'failed':>8}{'skipped':>9}{'deselected':>12}")
     for f, c in counts.items():
@@ -140,11 +113,6 @@ def report(counts: dict, deselect: dict, csr: dict, rewritten: dict) -> None:
         print("\ndeselected (features mxkv does not claim):")
         for test, why in sorted(deselect.items()):
             print(f"  {test}: {why}")
-    if any(rewritten.values()):
-        print("\n'csr' dropped from storage-type lists the tests loop over:")
-        for f, n in rewritten.items():
-            if n:
-                print(f"  {f}: {n} list(s)")
     if csr:
         print("\ncsr sub-checks not run inside otherwise-run tests (compare_optimizer):")
         for test, n in sorted(csr.items()):

@@ -6,7 +6,7 @@ copied or shared.
 """
 from __future__ import annotations
 
-from . import creation, csr, dlpack, io, ndarray, ops, random, reduce, sparse
+from . import creation, csr, csr_ops, dlpack, io, ndarray, ops, random, reduce, sparse
 from .creation import (
     arange,
     array,
@@ -79,6 +79,7 @@ __all__ = [
     "concat",
     "creation",
     "csr",
+    "csr_ops",
     "concatenate",
     "elemwise_add",
     "empty",

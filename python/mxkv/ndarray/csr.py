@@ -13,10 +13,12 @@ records MXNet's results):
   ``dense.tostype('csr')``, ``sparse.zeros('csr', shape)``;
 * ``tostype('default')``, ``asnumpy``, ``copy``, ``copyto`` (a context, a
   dense NDArray of its shape and dtype, another csr array), ``as_in_context``,
-  ``astype``, ``data``/``indices``/``indptr`` (copies), row slices ``a[i]``,
-  ``a[b:e]`` (a new array);
-* ``*`` and ``/`` by a scalar (and ``-a``), in place too: csr results on the
-  same positions, stored zeros included; other arithmetic raises;
+  ``astype``, ``flatten`` (dense), ``data``/``indices``/``indptr`` (copies),
+  row slices ``a[i]``, ``a[b:e]`` (a new array);
+* arithmetic, comparisons, ``a[:] = value``, ``abs``/``sqrt``/``square``/
+  ``sign``/``negative``/``clip`` and ``concat``: ``csr_ops.py``, csr results
+  where MXNet keeps csr storage (``a * 2``, ``a + b``, ``a * dense``, ``a > 0``,
+  ``abs(a)``...), dense ones where it falls back;
 * :func:`dot` (``mx.nd.sparse.dot``): ``csr x dense`` is dense,
   ``csr.T x dense`` (``transpose_a=True``) row sparse;
 * ``nd.save`` writes MXNet's layout, byte for byte as MXNet does.
@@ -29,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MXNetError, numeric_types
+from ..base import MXNetError
 from ..context import Context
 from ._util import MXNetTypeError, MXNetValueError, normalize_dtype, normalize_shape
-from .ndarray import NDArray, _ctx_arg, provide
+from .ndarray import NDArray, _ctx_arg, _provided, provide
 from .row_sparse import RowSparseNDArray
 
 __all__ = ["CSRNDArray", "cast_storage", "csr_matrix", "dot", "zeros"]
@@ -234,33 +236,32 @@ class CSRNDArray(NDArray):
                           (e - b, self._shape[1]), self._ctx, full_check=False)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        raise MXNetTypeError("csr arrays are not written in place here: build a new one "
-                             "(csr_matrix, tostype('csr'))")
+        """``a[:] = value``: a csr array (cast to this dtype), a dense NDArray of
+        this shape and dtype, or a numpy array (as ``nd.array`` of it)."""
+        _provided("csr_setitem")(self, key, value)
 
     def reshape(self, *args: Any, **kwargs: Any) -> NDArray:
         raise MXNetTypeError(f"reshape is not supported for a csr array (shape {self._shape}): "
                              "convert with tostype('default') first")
 
+    def flatten(self, inplace: bool = False) -> NDArray:
+        """A dense copy (MXNet's storage fallback: a 2-D array is already flat);
+        ``inplace=True`` (a reshaped view) is refused, as ``reshape``."""
+        if inplace:
+            return self.reshape((self._shape[0], -1))
+        return self.tostype("default")
+
     # ------------------------------------------------------------------ arithmetic
     def _binary(self, other: Any, name: str, reverse: bool = False,
                 inplace: bool = False) -> NDArray:
-        scalar = isinstance(other, numeric_types) and not isinstance(other, np.ndarray)
-        if not (scalar and (name == "multiply" or (name == "divide" and not reverse))):
-            sym = {"multiply": "*", "divide": "/", "add": "+", "subtract": "-"}.get(name, name)
-            raise MXNetTypeError(
-                f"operator {sym} on a csr array of shape {self._shape} with "
-                f"{type(other).__name__}: only * and / by a scalar keep csr storage here; "
-                "convert with tostype('default') to compute")
-        data, indices, indptr = self._csr
-        values = NDArray(data, self._ctx)._binary(other, name, reverse)._array
-        if inplace:
-            self._set(values, indices, indptr)
-            return self
-        return CSRNDArray(values, indices.copy(), indptr.copy(), self._shape, self._ctx,
-                          full_check=False)
+        # (csr_ops.py: csr results where MXNet has a csr kernel, else dense)
+        return _provided("csr_binary")(self, other, name, reverse, inplace)
 
     def __neg__(self) -> CSRNDArray:
         return self._binary(-1, "multiply")
+
+    def __pos__(self) -> NDArray:
+        raise MXNetTypeError("bad operand type for unary +: 'CSRNDArray' (as MXNet 1.9.1)")
 
     def __repr__(self) -> str:
         return f"\n<CSRNDArray {self._shape[0]}x{self._shape[1]} @{self._ctx}>"

@@ -454,6 +454,8 @@ class NDArray:
                 res = _int_true_divide(xp, x, y)
             elif integer and name == "power":
                 res = xp.power(xp.asarray(x, dtype=np.float64), xp.asarray(y, dtype=np.float64))
+            elif name == "mod":  # MXNet: x % 0 is 0 (not NaN)
+                res = xp.where(xp.asarray(y) == 0, xp.zeros((), a.dtype), xp.mod(x, y))
             elif inplace:
                 getattr(xp, fname)(x, y, out=a, casting="unsafe")
                 return self

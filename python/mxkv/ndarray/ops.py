@@ -1,7 +1,10 @@
 """The small set of NDArray operators a KVStore user and the optimizers need.
 
 Each takes dense NDArrays and returns a new NDArray on the first input's
-context (or writes into ``out`` when given). Results keep the input dtype,
+context (or writes into ``out`` when given). A csr input goes to
+``csr_ops.py`` where MXNet keeps csr storage (``abs``, ``sign``, ``sqrt``,
+``square``, ``negative``, ``clip``, ``concat``); the others compute on a dense
+copy, as MXNet's storage fallback. Results keep the input dtype,
 as in MXNet (``sqrt`` of an int32 array is int32). Full reductions return
 shape ``(1,)``, as MXNet 1.9 does outside numpy-shape mode.
 """
@@ -16,7 +19,7 @@ import numpy as np
 from ..base import MXNetError, numeric_types
 from ..context import cupy_or_none, synchronize_streams
 from ._util import MXNetTypeError, MXNetValueError, copy_into, device_scope
-from .ndarray import NDArray, peer_array, provide
+from .ndarray import NDArray, _provided, peer_array, provide
 
 __all__ = [
     "ElementWiseSum",
@@ -64,6 +67,9 @@ def _dense(x: Any, what: str) -> NDArray:
 def _finish(res: Any, like: NDArray, out: NDArray | None) -> NDArray:
     if res.dtype != like._array.dtype:
         res = res.astype(like._array.dtype)
+    if out is not None and out.stype == "csr":  # (the values cast into its storage)
+        out[:] = NDArray(res, like._ctx)
+        return out
     if out is not None:
         if tuple(out.shape) != tuple(res.shape):
             raise MXNetValueError(f"out has shape {out.shape}, the result has shape "
@@ -74,7 +80,13 @@ def _finish(res: Any, like: NDArray, out: NDArray | None) -> NDArray:
                    like._ctx)
 
 
+def _is_csr(x: Any) -> bool:
+    return isinstance(x, NDArray) and x.stype == "csr"
+
+
 def _unary(data: NDArray, fname: str, out: NDArray | None = None) -> NDArray:
+    if _is_csr(data):
+        return _provided("csr_unary")(data, fname, out)
     data = _dense(data, fname)
     xp = data._xp()
     with device_scope(data._ctx), np.errstate(all="ignore"):
@@ -106,19 +118,23 @@ def sign(data: NDArray, out: NDArray | None = None) -> NDArray:
 
 def negative(data: NDArray, out: NDArray | None = None) -> NDArray:
     """Elementwise negation."""
+    if _is_csr(data):
+        return _provided("csr_unary")(data, "negative", out)
     res = -_dense(data, "negative")
     return res if out is None else _finish(res._array, res, out)
 
 
 def clip(data: NDArray, a_min: float, a_max: float, out: NDArray | None = None) -> NDArray:
     """Clip values into ``[a_min, a_max]``."""
-    data = _dense(data, "clip")
     for name, v in (("a_min", a_min), ("a_max", a_max)):
         if not isinstance(v, numeric_types):
             raise MXNetError(f"clip: invalid parameter format for {name}: expected a float, "
                              f"got {type(v).__name__} ({v!r})")
     if a_min > a_max:
         raise MXNetValueError(f"clip: a_min {a_min} is greater than a_max {a_max}")
+    if _is_csr(data):
+        return _provided("csr_clip")(data, a_min, a_max, out)
+    data = _dense(data, "clip")
     xp = data._xp()
     with device_scope(data._ctx):
         return _finish(xp.clip(data._array, a_min, a_max), data, out)
@@ -177,8 +193,8 @@ def elemwise_add(lhs: NDArray, rhs: NDArray, out: NDArray | None = None) -> NDAr
 
 
 def broadcast_add(lhs: NDArray, rhs: NDArray, out: NDArray | None = None) -> NDArray:
-    """``lhs + rhs`` with numpy broadcasting."""
-    res = lhs + rhs
+    """``lhs + rhs`` with numpy broadcasting (dense, for csr operands too)."""
+    res = _dense(lhs, "broadcast_add") + _dense(rhs, "broadcast_add")
     return res if out is None else _finish(res._array, res, out)
 
 
@@ -246,17 +262,26 @@ ElementWiseSum = add_n
 
 
 def concat(*data: NDArray, dim: int = 1, out: NDArray | None = None) -> NDArray:
-    """Join arrays along axis ``dim`` (default 1, as MXNet's ``concat``)."""
+    """Join arrays along axis ``dim`` (default 1, as MXNet's ``concat``); csr
+    arrays along ``dim=0`` give a csr array."""
     if len(data) == 1 and isinstance(data[0], (list, tuple)):
         data = tuple(data[0])
+    if builtins.any(_is_csr(x) for x in data):
+        return _provided("csr_concat")(list(data), dim, out)
     return concatenate(list(data), axis=dim, out=out)
 
 
 def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = True,
                 out: NDArray | None = None) -> NDArray:
-    """Join arrays along ``axis`` (default 0). The result is on the first array's context."""
+    """Join arrays along ``axis`` (default 0). The result is on the first array's
+    context. A csr array is refused along ``axis=0`` (MXNet 1.9.1 assigns it to
+    rows of a dense array, which it refuses; ``concat(..., dim=0)`` joins csr
+    arrays)."""
     if not arrays:
         raise MXNetError("concatenate needs at least one array")
+    if axis == 0 and builtins.any(_is_csr(a) for a in arrays):
+        raise MXNetTypeError("concatenate along axis 0 does not take csr arrays (as MXNet "
+                             "1.9.1): use concat(..., dim=0), which keeps csr storage")
     arrays = [_dense(a, "concatenate") for a in arrays]
     first = arrays[0]
     if not always_copy and len(arrays) == 1 and out is None:
