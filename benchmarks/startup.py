@@ -6,8 +6,12 @@ namespaces compiled ahead of time), over Py4J (``java ... clojure.main``,
 the JVM spawns the engine) and over JPype (Python hosts the JVM, as ``mxkv
 clj --transport jpype``), and from the checkout's sources (compiled at every
 start) for comparison. The baseline is ``clojure.main -e "(println 1)"`` on
-the same machine. Each is run ``--runs`` times, interleaved; the medians
-and their ratio to the baseline are printed (``--json FILE`` writes them).
+the same machine. Each is run once untimed (the jar's cases write their
+class-data archive then, as a user's first start does:
+``mxkv.classpath.ClassDataArchive``), then ``--runs`` times, interleaved;
+the medians and their ratio to the baseline are printed (``--json FILE``
+writes them). The ``*_nocds`` cases (not run by default) are the jar's
+cases without the archive (``MXKV_CDS=0``).
 
 Target (issue 19): each transport's program at most 2x the baseline.
 ``make bench`` judges it as the rows ``clj_startup_py4j`` and
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,7 +59,10 @@ finally:
 
 
 #: every case, the baseline first
-CASES = ("plain_clojure", "py4j_jar", "jpype_jar", "py4j_sources")
+CASES = ("plain_clojure", "py4j_jar", "jpype_jar", "py4j_sources", "py4j_jar_nocds",
+         "jpype_jar_nocds")
+#: the cases run by default
+DEFAULT_CASES = CASES[:4]
 
 
 def _time(cmd: List[str], env: Dict[str, str]) -> float:
@@ -70,7 +78,7 @@ def _time(cmd: List[str], env: Dict[str, str]) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--cases", default=",".join(CASES),
+    ap.add_argument("--cases", default=",".join(DEFAULT_CASES),
                     help="comma-separated cases to run (plain_clojure always runs: the "
                          "baseline); default: %(default)s")
     ap.add_argument("--json", help="write the results here")
@@ -95,16 +103,31 @@ def main(argv=None) -> int:
         src_cp = os.pathsep.join([str(ROOT / "clojure" / "src"),
                                   str(cp.classes_dir(quiet=True)), *clj, p4j])
         opts = cp.jvm_opts()
-        cases = {
-            "plain_clojure": [java, *opts, "-cp", os.pathsep.join(clj), "clojure.main", "-e",
-                              "(println 1)"],
-            "py4j_jar": [java, *opts, "-cp", jar_cp, "clojure.main", str(prog)],
-            "jpype_jar": [python, str(driver), str(prog)],
-            "py4j_sources": [java, *opts, "-cp", src_cp, "clojure.main", str(prog)],
-        }
-        cases = {k: v for k, v in cases.items() if k in wanted}
-        envs = {k: env for k in cases}
+        py4j_opts = [*opts, "-Dmxkv.transport=py4j"]  # as `mxkv clj` starts it
+        # the class-data archive `mxkv clj` maps (jvm.start() makes JPype's itself)
+        archive = cp.ClassDataArchive(jar_cp, cp.libjvm(shutil.which(java)), py4j_opts)
+
+        def commands() -> Dict[str, List[str]]:
+            return {
+                "plain_clojure": [java, *opts, "-cp", os.pathsep.join(clj), "clojure.main",
+                                  "-e", "(println 1)"],
+                "py4j_jar": [java, *py4j_opts, *archive.options(), "-cp", jar_cp,
+                             "clojure.main", str(prog)],
+                "jpype_jar": [python, str(driver), str(prog)],
+                "py4j_sources": [java, *opts, "-cp", src_cp, "clojure.main", str(prog)],
+                "py4j_jar_nocds": [java, *py4j_opts, "-cp", jar_cp, "clojure.main", str(prog)],
+                "jpype_jar_nocds": [python, str(driver), str(prog)],
+            }
+
+        envs = {k: env for k in CASES}
         envs["jpype_jar"] = dict(env, STARTUP_CP=os.pathsep.join([jar, *clj]))
+        envs["jpype_jar_nocds"] = dict(envs["jpype_jar"], MXKV_CDS="0")
+        for k, cmd in commands().items():  # untimed: writes the archives
+            if k in wanted:
+                _time(cmd, envs[k])
+                if k == "py4j_jar":
+                    archive.finish()
+        cases = {k: v for k, v in commands().items() if k in wanted}
         times: Dict[str, List[float]] = {k: [] for k in cases}
         for _ in range(args.runs):
             for k, cmd in cases.items():
@@ -115,7 +138,7 @@ def main(argv=None) -> int:
            "median_s": med, "ratio_to_plain": {k: v / base for k, v in med.items()},
            "all_s": times}
     for k in cases:
-        print(f"{k:14s} median {med[k]:6.2f} s  ({med[k] / base:4.2f}x plain)  "
+        print(f"{k:16s} median {med[k]:6.2f} s  ({med[k] / base:4.2f}x plain)  "
               f"runs {' '.join(f'{t:.2f}' for t in times[k])}")
     print(f"(load average {out['load']:.1f}; target: py4j_jar and jpype_jar <= 2x plain)")
     if args.json:

@@ -29,10 +29,11 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 __all__ = ["Layout", "layout", "classpath", "clojure_jars", "py4j_jar", "jar", "build",
-           "build_jar", "aot", "namespaces", "default_jvm_opts", "jvm_opts", "MissingDependency"]
+           "build_jar", "aot", "namespaces", "default_jvm_opts", "jvm_opts", "ClassDataArchive",
+           "MissingDependency"]
 
 _CLOJURE_JARS = ("clojure.jar", "spec.alpha.jar", "core.specs.alpha.jar")
 #: The package's copy of the Clojure side (written by the wheel build).
@@ -381,3 +382,126 @@ def jvm_opts() -> List[str]:
     """``MXKV_JVM_OPTS`` split on blanks when set, else :func:`default_jvm_opts`."""
     opts = _env("MXKV_JVM_OPTS")
     return opts.split() if opts.strip() else default_jvm_opts()
+
+
+# ---------------------------------------------------------------- start-up
+#: JVM options that mean the caller manages class data sharing itself
+_CDS_OWN = ("-Xshare", "-XX:SharedArchiveFile", "-XX:ArchiveClassesAtExit")
+#: archives kept in the cache (the most recently used); older ones are removed
+CDS_KEEP = 8
+#: a dynamic archive starts with this magic number (0xf00baba8, little-endian)
+_CDS_MAGIC = bytes.fromhex("a8ab0bf0")
+
+
+def libjvm(java: Optional[str] = None) -> Optional[str]:
+    """The ``libjvm.so`` behind ``java`` (the one on PATH by default), or None."""
+    exe = java or shutil.which("java")
+    if not exe:
+        return None
+    home = Path(os.path.realpath(exe)).parent.parent
+    for cand in (home / "lib" / "server" / "libjvm.so", home / "jre" / "lib" / "server" / "libjvm.so"):
+        if cand.is_file():
+            return str(cand)
+    return None
+
+
+class ClassDataArchive:
+    """A dynamic AppCDS archive of the classes a JVM loads on this classpath,
+    so that the next JVM maps them instead of parsing and verifying them
+    again (Clojure's runtime and mxkv's compiled namespaces: start-up of a
+    program using mxkv from its jar ~0.6x, see docs/benchmarks.md).
+
+    The archive lives in the cache (``MXKV_CACHE``, else ``~/.cache/mxkv``,
+    in ``cds/``), named by a digest of everything it depends on: the JVM
+    (its ``libjvm``'s path, size and time), the JVM options, and each
+    classpath entry's path, size and time. When it is missing,
+    :meth:`options` asks this JVM to write it at exit into a file of its own
+    (``-XX:ArchiveClassesAtExit``: the exit takes about a second longer,
+    once), and :meth:`finish`, called after the JVM has ended cleanly, moves
+    it into place: a JVM never maps a half-written archive (one that is
+    truncated crashes it). JDK 17's checks still apply: an archive the JVM
+    finds stale is ignored (its warning is switched off with
+    ``-Xlog:cds=off``).
+
+    No archive (:meth:`options` is empty) when ``MXKV_CDS`` is ``0``, the
+    options already choose class data sharing (``-Xshare``...), or the
+    classpath holds anything but jar files: a checkout's ``clojure/src``
+    and ``clojure/classes`` directories cannot be archived (JDK 17 refuses
+    to start with a non-empty directory on the path while it dumps).
+    """
+
+    def __init__(self, classpath: str, jvm: Optional[str], options: Sequence[str] = (),
+                 kind: str = "java") -> None:
+        self.path: Optional[Path] = None
+        self._tmp: Optional[Path] = None
+        entries = [e for e in classpath.split(os.pathsep) if e]
+        if (_env("MXKV_CDS").strip() in ("0", "false", "no", "off") or not jvm or not entries
+                or any(o.startswith(_CDS_OWN) for o in options)):
+            return
+        digest = hashlib.sha256(f"{kind}\0{' '.join(options)}".encode())
+        try:
+            for f in (jvm, *entries):
+                st = os.stat(f)
+                if not os.path.isfile(f):
+                    return
+                digest.update(f"\0{os.path.realpath(f)}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+        except OSError:
+            return
+        self.path = _cache_dir() / "cds" / f"{kind}-{digest.hexdigest()[:24]}.jsa"
+
+    @staticmethod
+    def _valid(path: Path) -> bool:
+        try:
+            with open(path, "rb") as f:
+                return f.read(4) == _CDS_MAGIC and os.fstat(f.fileno()).st_size > 4096
+        except OSError:
+            return False
+
+    def options(self) -> List[str]:
+        """The JVM options: map the archive, or write it at exit; [] for none."""
+        if self.path is None:
+            return []
+        quiet = "-Xlog:cds=off,cds+dynamic=off"
+        if self.path.is_file():
+            try:
+                os.utime(self.path)  # most recently used: kept by the pruning
+            except OSError:
+                pass
+            return [f"-XX:SharedArchiveFile={self.path}", quiet]
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return []
+        self._tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        return [f"-XX:ArchiveClassesAtExit={self._tmp}", quiet]
+
+    def finish(self, ok: bool = True) -> None:
+        """After the JVM has ended: keep the archive it wrote when it ended
+        cleanly (``ok``), else drop it; prune the cache."""
+        tmp, self._tmp = self._tmp, None
+        if tmp is None or self.path is None:
+            return
+        try:
+            if ok and self._valid(tmp):
+                os.replace(tmp, self.path)
+            else:
+                tmp.unlink(missing_ok=True)
+        except OSError:
+            return
+        self._prune(self.path.parent)
+
+    @staticmethod
+    def _prune(d: Path) -> None:
+        import time
+
+        now = time.time()
+        try:
+            files = list(d.iterdir())
+            jsa = sorted((p for p in files if p.suffix == ".jsa"),
+                         key=lambda p: p.stat().st_mtime, reverse=True)
+            stale_tmp = [p for p in files if p.suffix == ".tmp"
+                         and now - p.stat().st_mtime > 3600]
+            for p in jsa[CDS_KEEP:] + stale_tmp:
+                p.unlink(missing_ok=True)
+        except OSError:
+            pass

@@ -1,0 +1,101 @@
+"""mxkv.classpath.ClassDataArchive: which archive a JVM gets, and when it is
+kept (no JVM here; interop-tests/test_jvm.py starts real ones)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from mxkv import classpath as cp
+
+
+@pytest.fixture
+def jars(tmp_path, monkeypatch):
+    monkeypatch.setenv("MXKV_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("MXKV_CDS", raising=False)
+    made = []
+    for name in ("libjvm.so", "a.jar", "b.jar"):
+        p = tmp_path / name
+        p.write_bytes(b"x" * 10)
+        made.append(str(p))
+    return made
+
+
+def _archive(jars, options=("-Xms1g",), kind="java"):
+    libjvm, *path = jars
+    return cp.ClassDataArchive(os.pathsep.join(path), libjvm, list(options), kind)
+
+
+def test_a_missing_archive_is_written_at_exit_into_a_file_of_its_own(jars):
+    a = _archive(jars)
+    (opt, quiet) = a.options()
+    assert opt.startswith("-XX:ArchiveClassesAtExit=") and opt.endswith(".tmp")
+    assert quiet.startswith("-Xlog:cds=off")
+    assert not a.path.exists()
+
+
+def test_finish_keeps_a_complete_archive_and_the_next_jvm_maps_it(jars):
+    a = _archive(jars)
+    tmp = a.options()[0].split("=", 1)[1]
+    with open(tmp, "wb") as f:
+        f.write(bytes.fromhex("a8ab0bf0") + bytes(8192))
+    a.finish()
+    assert a.path.is_file() and not os.path.exists(tmp)
+    assert _archive(jars).options()[0] == f"-XX:SharedArchiveFile={a.path}"
+
+
+@pytest.mark.parametrize("content", [b"", b"\0" * 8192, bytes.fromhex("a8ab0bf0")])
+def test_finish_drops_what_is_not_a_whole_archive(jars, content):
+    a = _archive(jars)
+    tmp = a.options()[0].split("=", 1)[1]
+    with open(tmp, "wb") as f:
+        f.write(content)
+    a.finish()
+    assert not a.path.exists() and not os.path.exists(tmp)
+
+
+def test_finish_drops_the_archive_of_a_jvm_that_did_not_end_cleanly(jars):
+    a = _archive(jars)
+    tmp = a.options()[0].split("=", 1)[1]
+    with open(tmp, "wb") as f:
+        f.write(bytes.fromhex("a8ab0bf0") + bytes(8192))
+    a.finish(ok=False)
+    assert not a.path.exists() and not os.path.exists(tmp)
+
+
+def test_the_archive_follows_the_jvm_the_options_and_every_jar(jars):
+    names = {_archive(jars).path, _archive(jars, options=("-Xmx2g",)).path,
+             _archive(jars, kind="jpype").path}
+    assert len(names) == 3
+    before = _archive(jars).path
+    os.utime(jars[1], ns=(0, 12345))
+    assert _archive(jars).path != before
+    assert _archive(jars).path == _archive(jars).path
+
+
+def test_no_archive_for_directories_own_sharing_options_or_mxkv_cds_0(jars, tmp_path,
+                                                                     monkeypatch):
+    libjvm, *path = jars
+    with_dir = cp.ClassDataArchive(os.pathsep.join([*path, str(tmp_path)]), libjvm, [])
+    assert with_dir.options() == []
+    assert _archive(jars, options=("-Xshare:off",)).options() == []
+    assert cp.ClassDataArchive(os.pathsep.join(path), None, []).options() == []
+    monkeypatch.setenv("MXKV_CDS", "0")
+    assert _archive(jars).options() == []
+
+
+def test_the_cache_keeps_the_most_recently_used_archives(jars, tmp_path):
+    d = tmp_path / "cache" / "cds"
+    d.mkdir(parents=True)
+    for i in range(cp.CDS_KEEP + 3):
+        p = d / f"java-{i}.jsa"
+        p.write_bytes(b"")
+        os.utime(p, (1000 + i, 1000 + i))
+    a = _archive(jars)
+    tmp = a.options()[0].split("=", 1)[1]
+    with open(tmp, "wb") as f:
+        f.write(bytes.fromhex("a8ab0bf0") + bytes(8192))
+    a.finish()
+    kept = sorted(p.name for p in d.iterdir())
+    assert len(kept) == cp.CDS_KEEP and a.path.name in kept
+    assert "java-0.jsa" not in kept and f"java-{cp.CDS_KEEP + 2}.jsa" in kept
