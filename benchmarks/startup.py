@@ -9,9 +9,12 @@ start) for comparison. The baseline is ``clojure.main -e "(println 1)"`` on
 the same machine. Each is run once untimed (the jar's cases write their
 class-data archive then, as a user's first start does:
 ``mxkv.classpath.ClassDataArchive``), then ``--runs`` times, interleaved;
-the medians and their ratio to the baseline are printed (``--json FILE``
-writes them). The ``*_nocds`` cases (not run by default) are the jar's
-cases without the archive (``MXKV_CDS=0``).
+the medians and their ratio to the baseline are printed, with the CPU time
+(user + system) of each case's processes, steadier than the wall time on a
+busy machine (``--json FILE`` writes them). The ``*_nocds`` cases (not run
+by default) are the jar's cases as ``MXKV_CDS=0`` starts them: without the
+archive, and with Clojure's core specs compiled from source at every start
+(as before ``mxkv.classpath.startup_classpath``).
 
 Target (issue 19): each transport's program at most 2x the baseline.
 ``make bench`` judges it as the rows ``clj_startup_py4j`` and
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -32,7 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
@@ -65,14 +69,20 @@ CASES = ("plain_clojure", "py4j_jar", "jpype_jar", "py4j_sources", "py4j_jar_noc
 DEFAULT_CASES = CASES[:4]
 
 
-def _time(cmd: List[str], env: Dict[str, str]) -> float:
-    t0 = time.perf_counter()
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _time(cmd: List[str], env: Dict[str, str]) -> Tuple[float, float]:
+    """The wall time of ``cmd`` and the CPU time (user + system) of its processes."""
+    c0, t0 = _cpu(), time.perf_counter()
     r = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                        timeout=600)
-    dt = time.perf_counter() - t0
+    dt, dc = time.perf_counter() - t0, _cpu() - c0
     if r.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
-    return dt
+    return dt, dc
 
 
 def main(argv=None) -> int:
@@ -99,7 +109,9 @@ def main(argv=None) -> int:
         driver = Path(d) / "jpype_driver.py"
         driver.write_text(JPYPE_DRIVER)
         env = dict(os.environ, MXKV_PYTHON=python)
-        jar_cp = os.pathsep.join([jar, *clj, p4j])
+        # as `mxkv clj` and jvm.start() give it: with Clojure's core specs compiled
+        plain_jar_cp = os.pathsep.join([jar, *clj, p4j])
+        jar_cp = cp.startup_classpath(plain_jar_cp)
         src_cp = os.pathsep.join([str(ROOT / "clojure" / "src"),
                                   str(cp.classes_dir(quiet=True)), *clj, p4j])
         opts = cp.jvm_opts()
@@ -115,7 +127,8 @@ def main(argv=None) -> int:
                              "clojure.main", str(prog)],
                 "jpype_jar": [python, str(driver), str(prog)],
                 "py4j_sources": [java, *opts, "-cp", src_cp, "clojure.main", str(prog)],
-                "py4j_jar_nocds": [java, *py4j_opts, "-cp", jar_cp, "clojure.main", str(prog)],
+                "py4j_jar_nocds": [java, *py4j_opts, "-cp", plain_jar_cp, "clojure.main",
+                                   str(prog)],
                 "jpype_jar_nocds": [python, str(driver), str(prog)],
             }
 
@@ -129,16 +142,22 @@ def main(argv=None) -> int:
                     archive.finish()
         cases = {k: v for k, v in commands().items() if k in wanted}
         times: Dict[str, List[float]] = {k: [] for k in cases}
+        cpus: Dict[str, List[float]] = {k: [] for k in cases}
         for _ in range(args.runs):
             for k, cmd in cases.items():
-                times[k].append(_time(cmd, envs[k]))
+                wall, cpu = _time(cmd, envs[k])
+                times[k].append(wall)
+                cpus[k].append(cpu)
     med = {k: statistics.median(v) for k, v in times.items()}
-    base = med["plain_clojure"]
+    cpu_med = {k: statistics.median(v) for k, v in cpus.items()}
+    base, cpu_base = med["plain_clojure"], cpu_med["plain_clojure"]
     out = {"runs": args.runs, "load": os.getloadavg()[0],
            "median_s": med, "ratio_to_plain": {k: v / base for k, v in med.items()},
-           "all_s": times}
+           "all_s": times, "cpu_median_s": cpu_med,
+           "cpu_ratio_to_plain": {k: v / cpu_base for k, v in cpu_med.items()}}
     for k in cases:
         print(f"{k:16s} median {med[k]:6.2f} s  ({med[k] / base:4.2f}x plain)  "
+              f"CPU {cpu_med[k]:5.2f} s ({cpu_med[k] / cpu_base:4.2f}x)  "
               f"runs {' '.join(f'{t:.2f}' for t in times[k])}")
     print(f"(load average {out['load']:.1f}; target: py4j_jar and jpype_jar <= 2x plain)")
     if args.json:

@@ -129,7 +129,8 @@ def test_only_arrays_and_stores_cross(jpype_driver):
 
 def test_the_second_start_maps_the_class_data_archive_the_first_wrote(jpype, tmp_path):
     # A classpath of jars (as an installed package has): the first start
-    # writes the archive at exit, the second maps its classes from it.
+    # compiles Clojure's core specs into a jar and writes the archive at
+    # exit, the second maps its classes (those specs' too) from it.
     from mxkv import classpath as cp
 
     path = os.pathsep.join([str(cp.jar()), *cp.clojure_jars()])
@@ -137,7 +138,7 @@ def test_the_second_start_maps_the_class_data_archive_the_first_wrote(jpype, tmp
     code = ("import os, mxkv.classpath as cp, mxkv.jvm as j; "
             f"cp.classpath = lambda **kw: {path!r}; "
             f"j.start(jvm_args=['-Xlog:class+load=info:file={log}']); "
-            "print(j.eval('(do (require (quote org.apache.clojure-mxnet.kvstore)) 7)'))")
+            "print(j.eval('(let [x 7] (require (quote org.apache.clojure-mxnet.kvstore)) x)'))")
     env = {k: v for k, v in os.environ.items() if k not in ("MXKV_TRANSPORT", "MXKV_CDS")}
     env["MXKV_CACHE"] = str(tmp_path / "cache")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -147,6 +148,8 @@ def test_the_second_start_maps_the_class_data_archive_the_first_wrote(jpype, tmp
     (archive,) = (tmp_path / "cache" / "cds").iterdir()
     assert archive.suffix == ".jsa"
     first, second = sorted(tmp_path.glob("classes-*.log"), key=lambda p: p.stat().st_mtime)
-    kvstore = "org.apache.clojure_mxnet.kvstore__init source: "
-    assert kvstore + "file:" in first.read_text()
-    assert kvstore + "shared objects file (top)" in second.read_text()
+    (specs,) = (tmp_path / "cache" / "aot").iterdir()
+    for cls, jar in (("org.apache.clojure_mxnet.kvstore__init", cp.jar()),
+                     ("clojure.core.specs.alpha__init", specs)):
+        assert f"{cls} source: file:{jar}" in first.read_text()
+        assert f"{cls} source: shared objects file (top)" in second.read_text()

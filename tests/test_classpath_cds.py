@@ -99,3 +99,23 @@ def test_the_cache_keeps_the_most_recently_used_archives(jars, tmp_path):
     kept = sorted(p.name for p in d.iterdir())
     assert len(kept) == cp.CDS_KEEP and a.path.name in kept
     assert "java-0.jsa" not in kept and f"java-{cp.CDS_KEEP + 2}.jsa" in kept
+
+
+def test_startup_classpath_leaves_a_path_without_source_only_core_specs(jars, tmp_path,
+                                                                        monkeypatch):
+    import zipfile
+
+    libjvm, *path = jars
+    assert cp.startup_classpath(os.pathsep.join(path)) == os.pathsep.join(path)
+    compiled = tmp_path / "core.specs.alpha-0.2.62.jar"  # one that ships its classes
+    with zipfile.ZipFile(compiled, "w") as z:
+        z.writestr("clojure/core/specs/alpha.clj", "")
+        z.writestr("clojure/core/specs/alpha__init.class", "")
+    with_compiled = os.pathsep.join([*path, str(compiled)])
+    assert cp.startup_classpath(with_compiled) == with_compiled
+    source_only = tmp_path / "core.specs.alpha.jar"
+    with zipfile.ZipFile(source_only, "w") as z:
+        z.writestr("clojure/core/specs/alpha.clj", "")
+    monkeypatch.setenv("MXKV_CDS", "0")
+    with_source = os.pathsep.join([*path, str(source_only)])
+    assert cp.startup_classpath(with_source) == with_source

@@ -60,16 +60,20 @@ def java_command(main_args: Sequence[str], test: bool = False) -> List[str]:
 
 def _java(main_args: Sequence[str], test: bool = False, cds: bool = True
           ) -> Tuple[List[str], Optional[cp.ClassDataArchive]]:
-    """:func:`java_command`, with ``cds`` the class-data archive it maps or
-    writes (:class:`mxkv.classpath.ClassDataArchive`: ``finish`` it once the
-    JVM has ended)."""
+    """:func:`java_command`; with ``cds``, with Clojure's core specs compiled
+    (:func:`mxkv.classpath.startup_classpath`) and the class-data archive it
+    maps or writes (:class:`mxkv.classpath.ClassDataArchive`: ``finish`` it
+    once the JVM has ended)."""
     java = shutil.which("java")
     if not java:
         raise MissingDependencyError("java not found: install a JDK "
                                      "(apt-get install -y default-jdk-headless)")
     opts = [*cp.jvm_opts(), "-Dmxkv.transport=py4j"]
     path = cp.classpath(test)
-    archive = cp.ClassDataArchive(path, cp.libjvm(java), opts) if cds else None
+    archive = None
+    if cds:
+        path = cp.startup_classpath(path, java)
+        archive = cp.ClassDataArchive(path, cp.libjvm(java), opts)
     extra = archive.options() if archive is not None else []
     return [java, *opts, *extra, "-cp", path, "clojure.main", *main_args], archive
 

@@ -84,9 +84,10 @@ def start(jvm_args: Optional[Sequence[str]] = None,
     extra_classpath : sequence of str, optional
         Directories or jars added after mxkv's (your own Clojure sources).
 
-    With a classpath of jars only (an installed package), the classes the
-    JVM loads are kept in a class-data archive for the next start
-    (:class:`mxkv.classpath.ClassDataArchive`; ``MXKV_CDS=0``: none).
+    Clojure's core specs come compiled (:func:`mxkv.classpath.startup_classpath`)
+    and, with a classpath of jars only (an installed package), the classes
+    the JVM loads are kept in a class-data archive for the next start
+    (:class:`mxkv.classpath.ClassDataArchive`); ``MXKV_CDS=0``: neither.
 
     A second call is a no-op. A JVM started by other code in this process is
     used when mxkv's classes are on its classpath; else, and after
@@ -110,7 +111,8 @@ def start(jvm_args: Optional[Sequence[str]] = None,
         else:
             from . import classpath as cp
 
-            path = os.pathsep.join([cp.classpath(require_py4j=False), *extra_classpath])
+            path = cp.startup_classpath(
+                os.pathsep.join([cp.classpath(require_py4j=False), *extra_classpath]))
             args = [*cp.jvm_opts(), "-Dmxkv.transport=jpype", *(jvm_args or [])]
             archive = cp.ClassDataArchive(path, _jvm_path(jpype), args, kind="jpype")
             jpype.startJVM(*args, *archive.options(), classpath=path.split(os.pathsep),
