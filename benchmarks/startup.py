@@ -11,7 +11,8 @@ class-data archive then, as a user's first start does:
 ``mxkv.classpath.ClassDataArchive``), then ``--runs`` times, interleaved;
 the medians and their ratio to the baseline are printed, with the CPU time
 (user + system) of each case's processes, steadier than the wall time on a
-busy machine (``--json FILE`` writes them). The ``*_nocds`` cases (not run
+busy machine; Py4J's engine process is not in it when the JVM exits without
+reaping it (``--json FILE`` writes them). The ``*_nocds`` cases (not run
 by default) are the jar's cases as ``MXKV_CDS=0`` starts them: without the
 archive, and with Clojure's core specs compiled from source at every start
 (as before ``mxkv.classpath.startup_classpath``).
@@ -115,26 +116,29 @@ def main(argv=None) -> int:
         src_cp = os.pathsep.join([str(ROOT / "clojure" / "src"),
                                   str(cp.classes_dir(quiet=True)), *clj, p4j])
         opts = cp.jvm_opts()
+        # plain Clojure gets the same heap, not mxkv's start-up options (C1 only)
+        plain_opts = [o for o in opts if o not in cp.STARTUP_JVM_OPTS]
         py4j_opts = [*opts, "-Dmxkv.transport=py4j"]  # as `mxkv clj` starts it
         # the class-data archive `mxkv clj` maps (jvm.start() makes JPype's itself)
         archive = cp.ClassDataArchive(jar_cp, cp.libjvm(shutil.which(java)), py4j_opts)
 
         def commands() -> Dict[str, List[str]]:
             return {
-                "plain_clojure": [java, *opts, "-cp", os.pathsep.join(clj), "clojure.main",
-                                  "-e", "(println 1)"],
+                "plain_clojure": [java, *plain_opts, "-cp", os.pathsep.join(clj),
+                                  "clojure.main", "-e", "(println 1)"],
                 "py4j_jar": [java, *py4j_opts, *archive.options(), "-cp", jar_cp,
                              "clojure.main", str(prog)],
                 "jpype_jar": [python, str(driver), str(prog)],
                 "py4j_sources": [java, *opts, "-cp", src_cp, "clojure.main", str(prog)],
-                "py4j_jar_nocds": [java, *py4j_opts, "-cp", plain_jar_cp, "clojure.main",
-                                   str(prog)],
+                "py4j_jar_nocds": [java, *plain_opts, "-Dmxkv.transport=py4j", "-cp",
+                                   plain_jar_cp, "clojure.main", str(prog)],
                 "jpype_jar_nocds": [python, str(driver), str(prog)],
             }
 
         envs = {k: env for k in CASES}
         envs["jpype_jar"] = dict(env, STARTUP_CP=os.pathsep.join([jar, *clj]))
-        envs["jpype_jar_nocds"] = dict(envs["jpype_jar"], MXKV_CDS="0")
+        envs["jpype_jar_nocds"] = dict(envs["jpype_jar"], MXKV_CDS="0",
+                                       MXKV_JVM_OPTS=" ".join(plain_opts) or "-Xshare:auto")
         for k, cmd in commands().items():  # untimed: writes the archives
             if k in wanted:
                 _time(cmd, envs[k])

@@ -33,7 +33,7 @@ from typing import List, Optional, Sequence
 
 __all__ = ["Layout", "layout", "classpath", "clojure_jars", "py4j_jar", "jar", "build",
            "build_jar", "aot", "namespaces", "default_jvm_opts", "jvm_opts", "ClassDataArchive",
-           "startup_classpath", "MissingDependency"]
+           "startup_classpath", "STARTUP_JVM_OPTS", "MissingDependency"]
 
 _CLOJURE_JARS = ("clojure.jar", "spec.alpha.jar", "core.specs.alpha.jar")
 #: The package's copy of the Clojure side (written by the wheel build).
@@ -362,8 +362,19 @@ def classpath(test: bool = False, where: Optional[Layout] = None,
     return os.pathsep.join(parts)
 
 
+#: the default JVM options that are there for start-up (see :func:`default_jvm_opts`)
+STARTUP_JVM_OPTS = ("-XX:TieredStopAtLevel=1",)
+
+
 def default_jvm_opts() -> List[str]:
     """JVM options used when MXKV_JVM_OPTS is unset.
+
+    ``-XX:TieredStopAtLevel=1`` compiles with C1 only: Clojure's runtime
+    initialises faster (a JPype program's start-up 1.97x -> 1.32x plain
+    Clojure's, docs/benchmarks.md), and the bridge's steady state did not
+    lose (the JVM side of a call is thin: a small push over JPype 9.2-9.5
+    -> 8.8-9.1 us p50, over Py4J 1.37-1.44x -> 1.29-1.35x its no-op;
+    ``->vec`` and ``ndarray/array`` within the runs' spread).
 
     ``-Xms1g`` keeps a warm heap: without it G1 shrinks the heap after each
     collection and re-commits fresh pages for the next large array, and on
@@ -371,11 +382,12 @@ def default_jvm_opts() -> List[str]:
     ``->vec`` goes from ~35 ms to ~10 ms here). Only on machines with 8 GiB
     of memory or more.
     """
+    opts = list(STARTUP_JVM_OPTS)
     try:
         ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
-        return []
-    return ["-Xms1g"] if ram >= 8 << 30 else []
+        return opts
+    return opts + (["-Xms1g"] if ram >= 8 << 30 else [])
 
 
 def jvm_opts() -> List[str]:
