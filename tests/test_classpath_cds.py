@@ -32,6 +32,7 @@ def test_a_missing_archive_is_written_at_exit_into_a_file_of_its_own(jars):
     assert opt.startswith("-XX:ArchiveClassesAtExit=") and opt.endswith(".tmp")
     assert quiet.startswith("-Xlog:cds=off")
     assert not a.path.exists()
+    assert os.path.isfile(opt.split("=", 1)[1])  # made here: the JVM can write it
 
 
 def test_finish_keeps_a_complete_archive_and_the_next_jvm_maps_it(jars):
@@ -119,3 +120,10 @@ def test_startup_classpath_leaves_a_path_without_source_only_core_specs(jars, tm
     monkeypatch.setenv("MXKV_CDS", "0")
     with_source = os.pathsep.join([*path, str(source_only)])
     assert cp.startup_classpath(with_source) == with_source
+
+
+def test_no_archive_is_asked_for_where_it_cannot_be_written(jars, tmp_path):
+    # JDK 17 refuses to start when -XX:ArchiveClassesAtExit names a file it
+    # cannot create.
+    (tmp_path / "cache").write_text("a file, not a directory")
+    assert _archive(jars).options() == []

@@ -493,7 +493,8 @@ def libjvm(java: Optional[str] = None) -> Optional[str]:
     if not exe:
         return None
     home = Path(os.path.realpath(exe)).parent.parent
-    for cand in (home / "lib" / "server" / "libjvm.so", home / "jre" / "lib" / "server" / "libjvm.so"):
+    for cand in (home / "lib" / "server" / "libjvm.so",
+                 home / "jre" / "lib" / "server" / "libjvm.so"):
         if cand.is_file():
             return str(cand)
     return None
@@ -562,12 +563,14 @@ class ClassDataArchive:
             except OSError:
                 pass
             return [f"-XX:SharedArchiveFile={self.path}", quiet]
-        try:
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:  # a JVM asked to write where it cannot does not start at all
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
         except OSError:
             return []
-        self._tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        return [f"-XX:ArchiveClassesAtExit={self._tmp}", quiet]
+        self._tmp = tmp
+        return [f"-XX:ArchiveClassesAtExit={tmp}", quiet]
 
     def finish(self, ok: bool = True) -> None:
         """After the JVM has ended: keep the archive it wrote when it ended
