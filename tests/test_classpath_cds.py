@@ -127,3 +127,27 @@ def test_no_archive_is_asked_for_where_it_cannot_be_written(jars, tmp_path):
     # cannot create.
     (tmp_path / "cache").write_text("a file, not a directory")
     assert _archive(jars).options() == []
+
+
+def test_an_archive_left_by_an_ended_process_is_taken_when_whole(jars, tmp_path):
+    # System/exit in a program Python hosts over JPype ends the process
+    # before finish() runs: the next start takes what that JVM wrote.
+    import subprocess
+    import sys
+
+    a = _archive(jars)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    pid = int(gone.stdout)
+    d = tmp_path / "cache" / "cds"
+    d.mkdir(parents=True)
+    cut = d / f"{a.path.name}.{pid}.tmp"
+    cut.write_bytes(bytes(8192))  # killed before the header: not whole
+    assert _archive(jars).options()[0].startswith("-XX:ArchiveClassesAtExit=")
+    assert not cut.exists()
+    whole = d / f"{a.path.name}.{pid}.tmp"
+    whole.write_bytes(bytes.fromhex("a8ab0bf0") + bytes(8192))
+    mine = d / f"{a.path.name}.{os.getpid()}.tmp"  # a live process's: left alone
+    mine.write_bytes(bytes.fromhex("a8ab0bf0") + bytes(8192))
+    assert _archive(jars).options()[0] == f"-XX:SharedArchiveFile={a.path}"
+    assert a.path.is_file() and not whole.exists() and mine.exists()

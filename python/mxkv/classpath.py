@@ -500,6 +500,16 @@ def libjvm(java: Optional[str] = None) -> Optional[str]:
     return None
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: alive
+        pass
+    return True
+
+
 class ClassDataArchive:
     """A dynamic AppCDS archive of the classes a JVM loads on this classpath,
     so that the next JVM maps them instead of parsing and verifying them
@@ -514,9 +524,10 @@ class ClassDataArchive:
     (``-XX:ArchiveClassesAtExit``: the exit takes about a second longer,
     once), and :meth:`finish`, called after the JVM has ended cleanly, moves
     it into place: a JVM never maps a half-written archive (one that is
-    truncated crashes it). JDK 17's checks still apply: an archive the JVM
-    finds stale is ignored (its warning is switched off with
-    ``-Xlog:cds=off``).
+    truncated crashes it). One left behind by a process that ended without
+    :meth:`finish` is moved into place by the next start when it is whole.
+    JDK 17's checks still apply: an archive the JVM finds stale is ignored
+    (its warning is switched off with ``-Xlog:cds=off``).
 
     No archive (:meth:`options` is empty) when ``MXKV_CDS`` is ``0``, the
     options already choose class data sharing (``-Xshare``...), or the
@@ -557,7 +568,7 @@ class ClassDataArchive:
         if self.path is None:
             return []
         quiet = "-Xlog:cds=off,cds+dynamic=off"
-        if self.path.is_file():
+        if self.path.is_file() or self._adopt():
             try:
                 os.utime(self.path)  # most recently used: kept by the pruning
             except OSError:
@@ -566,11 +577,31 @@ class ClassDataArchive:
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:  # a JVM asked to write where it cannot does not start at all
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            os.close(os.open(tmp, os.O_CREAT | os.O_WRONLY, 0o644))
         except OSError:
             return []
         self._tmp = tmp
         return [f"-XX:ArchiveClassesAtExit={tmp}", quiet]
+
+    def _adopt(self) -> bool:
+        """Move into place an archive whose JVM's process ended without
+        :meth:`finish` (``System/exit`` in a program Python hosts over JPype
+        ends the process from the JVM); True when one was. JDK 17 writes an
+        archive's header, with its magic number, after everything else, so a
+        file cut short by a kill fails :meth:`_valid`: those are removed."""
+        assert self.path is not None
+        for tmp in self.path.parent.glob(self.path.name + ".*.tmp"):
+            pid = tmp.name[len(self.path.name) + 1:-len(".tmp")]
+            if not pid.isdigit() or _alive(int(pid)):
+                continue
+            try:
+                if self._valid(tmp):
+                    os.replace(tmp, self.path)
+                    return True
+                tmp.unlink()
+            except OSError:
+                continue
+        return self.path.is_file()
 
     def finish(self, ok: bool = True) -> None:
         """After the JVM has ended: keep the archive it wrote when it ended
