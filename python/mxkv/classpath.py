@@ -500,16 +500,6 @@ def libjvm(java: Optional[str] = None) -> Optional[str]:
     return None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's: alive
-        pass
-    return True
-
-
 class ClassDataArchive:
     """A dynamic AppCDS archive of the classes a JVM loads on this classpath,
     so that the next JVM maps them instead of parsing and verifying them
@@ -589,10 +579,12 @@ class ClassDataArchive:
         ends the process from the JVM); True when one was. JDK 17 writes an
         archive's header, with its magic number, after everything else, so a
         file cut short by a kill fails :meth:`_valid`: those are removed."""
+        from .bridge.private import pid_alive  # not at the top: the wheel's build loads this
+
         assert self.path is not None
         for tmp in self.path.parent.glob(self.path.name + ".*.tmp"):
             pid = tmp.name[len(self.path.name) + 1:-len(".tmp")]
-            if not pid.isdigit() or _alive(int(pid)):
+            if not pid.isdigit() or pid_alive(int(pid)):
                 continue
             try:
                 if self._valid(tmp):
