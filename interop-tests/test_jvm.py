@@ -125,3 +125,31 @@ def test_only_arrays_and_stores_cross(jpype_driver):
         jpype_driver.jvm.to_clojure(object())
     with pytest.raises(MXNetError, match="non-empty string"):
         jpype_driver.jvm.publish("", mx.nd.ones((1,)))
+
+
+def test_the_second_start_maps_the_class_data_archive_the_first_wrote(jpype, tmp_path):
+    # A classpath of jars (as an installed package has): the first start
+    # compiles Clojure's core specs into a jar and writes the archive at
+    # exit, the second maps its classes (those specs' too) from it.
+    from mxkv import classpath as cp
+
+    path = os.pathsep.join([str(cp.jar()), *cp.clojure_jars()])
+    log = tmp_path / "classes-%p.log"  # one option string (so one archive) for both runs
+    code = ("import os, mxkv.classpath as cp, mxkv.jvm as j; "
+            f"cp.classpath = lambda **kw: {path!r}; "
+            f"j.start(jvm_args=['-Xlog:class+load=info:file={log}']); "
+            "print(j.eval('(let [x 7] (require (quote org.apache.clojure-mxnet.kvstore)) x)'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("MXKV_TRANSPORT", "MXKV_CDS")}
+    env["MXKV_CACHE"] = str(tmp_path / "cache")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=300, env=env, cwd=ROOT) for _ in range(2)]
+    for r in runs:
+        assert (r.returncode, r.stdout) == (0, "7\n"), r.stderr
+    (archive,) = (tmp_path / "cache" / "cds").iterdir()
+    assert archive.suffix == ".jsa"
+    first, second = sorted(tmp_path.glob("classes-*.log"), key=lambda p: p.stat().st_mtime)
+    (specs,) = (tmp_path / "cache" / "aot").iterdir()
+    for cls, jar in (("org.apache.clojure_mxnet.kvstore__init", cp.jar()),
+                     ("clojure.core.specs.alpha__init", specs)):
+        assert f"{cls} source: file:{jar}" in first.read_text()
+        assert f"{cls} source: shared objects file (top)" in second.read_text()

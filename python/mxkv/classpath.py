@@ -29,10 +29,11 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 __all__ = ["Layout", "layout", "classpath", "clojure_jars", "py4j_jar", "jar", "build",
-           "build_jar", "aot", "namespaces", "default_jvm_opts", "jvm_opts", "MissingDependency"]
+           "build_jar", "aot", "namespaces", "default_jvm_opts", "jvm_opts", "ClassDataArchive",
+           "startup_classpath", "STARTUP_JVM_OPTS", "MissingDependency"]
 
 _CLOJURE_JARS = ("clojure.jar", "spec.alpha.jar", "core.specs.alpha.jar")
 #: The package's copy of the Clojure side (written by the wheel build).
@@ -361,8 +362,19 @@ def classpath(test: bool = False, where: Optional[Layout] = None,
     return os.pathsep.join(parts)
 
 
+#: the default JVM options that are there for start-up (see :func:`default_jvm_opts`)
+STARTUP_JVM_OPTS = ("-XX:TieredStopAtLevel=1",)
+
+
 def default_jvm_opts() -> List[str]:
     """JVM options used when MXKV_JVM_OPTS is unset.
+
+    ``-XX:TieredStopAtLevel=1`` compiles with C1 only: Clojure's runtime
+    initialises faster (a JPype program's start-up 1.97x -> 1.32x plain
+    Clojure's, docs/benchmarks.md), and the bridge's steady state did not
+    lose (the JVM side of a call is thin: a small push over JPype 9.2-9.5
+    -> 8.8-9.1 us p50, over Py4J 1.37-1.44x -> 1.29-1.35x its no-op;
+    ``->vec`` and ``ndarray/array`` within the runs' spread).
 
     ``-Xms1g`` keeps a warm heap: without it G1 shrinks the heap after each
     collection and re-commits fresh pages for the next large array, and on
@@ -370,14 +382,246 @@ def default_jvm_opts() -> List[str]:
     ``->vec`` goes from ~35 ms to ~10 ms here). Only on machines with 8 GiB
     of memory or more.
     """
+    opts = list(STARTUP_JVM_OPTS)
     try:
         ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
-        return []
-    return ["-Xms1g"] if ram >= 8 << 30 else []
+        return opts
+    return opts + (["-Xms1g"] if ram >= 8 << 30 else [])
 
 
 def jvm_opts() -> List[str]:
     """``MXKV_JVM_OPTS`` split on blanks when set, else :func:`default_jvm_opts`."""
     opts = _env("MXKV_JVM_OPTS")
     return opts.split() if opts.strip() else default_jvm_opts()
+
+
+# ---------------------------------------------------------------- start-up
+_CORE_SPECS = "clojure/core/specs/alpha"
+#: the jars a compiled clojure.core.specs.alpha depends on (its own, Clojure's, spec's)
+_SPEC_DEPS = ("clojure", "spec.alpha", "core.specs.alpha")
+
+
+def _jar_kind(entry: str) -> Optional[str]:
+    """Which of :data:`_SPEC_DEPS` the jar ``entry`` is, by its name (Debian's
+    ``spec.alpha.jar``, Maven's ``spec.alpha-0.3.218.jar``), or None."""
+    name = os.path.basename(entry)
+    for kind in sorted(_SPEC_DEPS, key=len, reverse=True):
+        if name == kind + ".jar" or (name.startswith(kind + "-") and name.endswith(".jar")):
+            return kind
+    return None
+
+
+def startup_classpath(path: str, java: Optional[str] = None) -> str:
+    """``path`` with, after its ``core.specs.alpha`` jar when that ships only
+    its source (as Debian's and Maven's do), a jar of that namespace
+    compiled ahead of time: a program's first macro (``ns``, ``let``,
+    ``defn``...) makes Clojure check it against those specs, and compiling
+    them from source took half of a plain ``clojure.main``'s start-up at
+    every start (0.4 s of CPU against 0.8 s, docs/benchmarks.md).
+
+    The jar is compiled once per set of Clojure jars (their paths, sizes and
+    times) into the cache (``MXKV_CACHE``, else ``~/.cache/mxkv``, in
+    ``aot/``) with ``java``, and Clojure takes its classes because they are
+    newer than the source beside them. ``path`` unchanged when
+    ``MXKV_CDS`` is ``0``, when there is no such jar, or when compiling
+    fails."""
+    entries = path.split(os.pathsep)
+    specs = [e for e in entries if _jar_kind(e) == "core.specs.alpha" and os.path.isfile(e)]
+    if not specs or _env("MXKV_CDS").strip().lower() in ("0", "false", "no", "off"):
+        return path
+    try:
+        with zipfile.ZipFile(specs[0]) as z:
+            names = set(z.namelist())
+        if _CORE_SPECS + ".clj" not in names or _CORE_SPECS + "__init.class" in names:
+            return path
+        deps = [e for e in entries if _jar_kind(e) and os.path.isfile(e)]
+        digest = hashlib.sha256()
+        for e in deps:
+            st = os.stat(e)
+            digest.update(f"{os.path.realpath(e)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    except (OSError, zipfile.BadZipFile):
+        return path
+    out = _cache_dir() / "aot" / f"core-specs-{digest.hexdigest()[:24]}.jar"
+    if not out.is_file() and not _compile_specs(deps, out, java or shutil.which("java")):
+        return path
+    i = entries.index(specs[0]) + 1
+    return os.pathsep.join([*entries[:i], str(out), *entries[i:]])
+
+
+def _compile_specs(deps: List[str], out: Path, java: Optional[str]) -> bool:
+    """Compile clojure.core.specs.alpha with ``deps`` on the path into the jar ``out``."""
+    import tempfile
+
+    if not java:
+        return False
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=out.parent) as d:
+            classes = Path(d) / "classes"
+            classes.mkdir()
+            form = ("(binding [*compile-path* %s] (compile 'clojure.core.specs.alpha))"
+                    % _clj_string(str(classes)))
+            r = subprocess.run([java, "-cp", os.pathsep.join(deps), "clojure.main", "-e", form],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=600)
+            files = sorted((classes / _CORE_SPECS).parent.rglob("*.class"))
+            if r.returncode != 0 or not (classes / (_CORE_SPECS + "__init.class")).is_file():
+                return False
+            tmp = Path(d) / out.name
+            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("META-INF/MANIFEST.MF",
+                           "Manifest-Version: 1.0\r\nCreated-By: mxkv\r\n\r\n")
+                for f in files:
+                    z.write(f, f.relative_to(classes).as_posix())
+            os.replace(tmp, out)
+        return True
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+#: JVM options that mean the caller manages class data sharing itself
+_CDS_OWN = ("-Xshare", "-XX:SharedArchiveFile", "-XX:ArchiveClassesAtExit")
+#: archives kept in the cache (the most recently used); older ones are removed
+CDS_KEEP = 8
+#: a dynamic archive starts with this magic number (0xf00baba8, little-endian)
+_CDS_MAGIC = bytes.fromhex("a8ab0bf0")
+
+
+def libjvm(java: Optional[str] = None) -> Optional[str]:
+    """The ``libjvm.so`` behind ``java`` (the one on PATH by default), or None."""
+    exe = java or shutil.which("java")
+    if not exe:
+        return None
+    home = Path(os.path.realpath(exe)).parent.parent
+    for cand in (home / "lib" / "server" / "libjvm.so",
+                 home / "jre" / "lib" / "server" / "libjvm.so"):
+        if cand.is_file():
+            return str(cand)
+    return None
+
+
+class ClassDataArchive:
+    """A dynamic AppCDS archive of the classes a JVM loads on this classpath,
+    so that the next JVM maps them instead of parsing and verifying them
+    again (Clojure's runtime and mxkv's compiled namespaces: start-up of a
+    program using mxkv from its jar ~0.6x, see docs/benchmarks.md).
+
+    The archive lives in the cache (``MXKV_CACHE``, else ``~/.cache/mxkv``,
+    in ``cds/``), named by a digest of everything it depends on: the JVM
+    (its ``libjvm``'s path, size and time), the JVM options, and each
+    classpath entry's path, size and time. When it is missing,
+    :meth:`options` asks this JVM to write it at exit into a file of its own
+    (``-XX:ArchiveClassesAtExit``: the exit takes about a second longer,
+    once), and :meth:`finish`, called after the JVM has ended cleanly, moves
+    it into place: a JVM never maps a half-written archive (one that is
+    truncated crashes it). One left behind by a process that ended without
+    :meth:`finish` is moved into place by the next start when it is whole.
+    JDK 17's checks still apply: an archive the JVM finds stale is ignored
+    (its warning is switched off with ``-Xlog:cds=off``).
+
+    No archive (:meth:`options` is empty) when ``MXKV_CDS`` is ``0``, the
+    options already choose class data sharing (``-Xshare``...), or the
+    classpath holds anything but jar files: a checkout's ``clojure/src``
+    and ``clojure/classes`` directories cannot be archived (JDK 17 refuses
+    to start with a non-empty directory on the path while it dumps).
+    """
+
+    def __init__(self, classpath: str, jvm: Optional[str], options: Sequence[str] = (),
+                 kind: str = "java") -> None:
+        self.path: Optional[Path] = None
+        self._tmp: Optional[Path] = None
+        entries = [e for e in classpath.split(os.pathsep) if e]
+        if (_env("MXKV_CDS").strip() in ("0", "false", "no", "off") or not jvm or not entries
+                or any(o.startswith(_CDS_OWN) for o in options)):
+            return
+        digest = hashlib.sha256(f"{kind}\0{' '.join(options)}".encode())
+        try:
+            for f in (jvm, *entries):
+                st = os.stat(f)
+                if not os.path.isfile(f):
+                    return
+                digest.update(f"\0{os.path.realpath(f)}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+        except OSError:
+            return
+        self.path = _cache_dir() / "cds" / f"{kind}-{digest.hexdigest()[:24]}.jsa"
+
+    @staticmethod
+    def _valid(path: Path) -> bool:
+        try:
+            with open(path, "rb") as f:
+                return f.read(4) == _CDS_MAGIC and os.fstat(f.fileno()).st_size > 4096
+        except OSError:
+            return False
+
+    def options(self) -> List[str]:
+        """The JVM options: map the archive, or write it at exit; [] for none."""
+        if self.path is None:
+            return []
+        quiet = "-Xlog:cds=off,cds+dynamic=off"
+        if self.path.is_file() or self._adopt():
+            try:
+                os.utime(self.path)  # most recently used: kept by the pruning
+            except OSError:
+                pass
+            return [f"-XX:SharedArchiveFile={self.path}", quiet]
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:  # a JVM asked to write where it cannot does not start at all
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(tmp, os.O_CREAT | os.O_WRONLY, 0o644))
+        except OSError:
+            return []
+        self._tmp = tmp
+        return [f"-XX:ArchiveClassesAtExit={tmp}", quiet]
+
+    def _adopt(self) -> bool:
+        """Move into place an archive whose JVM's process ended without
+        :meth:`finish` (``System/exit`` in a program Python hosts over JPype
+        ends the process from the JVM); True when one was. JDK 17 writes an
+        archive's header, with its magic number, after everything else, so a
+        file cut short by a kill fails :meth:`_valid`: those are removed."""
+        from .bridge.private import pid_alive  # not at the top: the wheel's build loads this
+
+        assert self.path is not None
+        for tmp in self.path.parent.glob(self.path.name + ".*.tmp"):
+            pid = tmp.name[len(self.path.name) + 1:-len(".tmp")]
+            if not pid.isdigit() or pid_alive(int(pid)):
+                continue
+            try:
+                if self._valid(tmp):
+                    os.replace(tmp, self.path)
+                    return True
+                tmp.unlink()
+            except OSError:
+                continue
+        return self.path.is_file()
+
+    def finish(self, ok: bool = True) -> None:
+        """After the JVM has ended: keep the archive it wrote when it ended
+        cleanly (``ok``), else drop it; prune the cache."""
+        tmp, self._tmp = self._tmp, None
+        if tmp is None or self.path is None:
+            return
+        try:
+            if ok and self._valid(tmp):
+                os.replace(tmp, self.path)
+            else:
+                tmp.unlink(missing_ok=True)
+        except OSError:
+            return
+        self._prune(self.path.parent)
+
+    @staticmethod
+    def _prune(d: Path) -> None:
+        import time
+
+        now = time.time()
+        try:
+            files = list(d.iterdir())
+            jsa = sorted((p for p in files if p.suffix == ".jsa"),
+                         key=lambda p: p.stat().st_mtime, reverse=True)
+            stale_tmp = [p for p in files if p.suffix == ".tmp"
+                         and now - p.stat().st_mtime > 3600]
+            for p in jsa[CDS_KEEP:] + stale_tmp:
+                p.unlink(missing_ok=True)
+        except OSError:
+            pass

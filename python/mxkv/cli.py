@@ -55,12 +55,27 @@ _REPL_INIT = """
 
 def java_command(main_args: Sequence[str], test: bool = False) -> List[str]:
     """The ``java`` command line running clojure.main with ``main_args`` (Py4J transport)."""
+    return _java(main_args, test, cds=False)[0]
+
+
+def _java(main_args: Sequence[str], test: bool = False, cds: bool = True
+          ) -> Tuple[List[str], Optional[cp.ClassDataArchive]]:
+    """:func:`java_command`; with ``cds``, with Clojure's core specs compiled
+    (:func:`mxkv.classpath.startup_classpath`) and the class-data archive it
+    maps or writes (:class:`mxkv.classpath.ClassDataArchive`: ``finish`` it
+    once the JVM has ended)."""
     java = shutil.which("java")
     if not java:
         raise MissingDependencyError("java not found: install a JDK "
                                      "(apt-get install -y default-jdk-headless)")
-    return [java, *cp.jvm_opts(), "-Dmxkv.transport=py4j", "-cp", cp.classpath(test),
-            "clojure.main", *main_args]
+    opts = [*cp.jvm_opts(), "-Dmxkv.transport=py4j"]
+    path = cp.classpath(test)
+    archive = None
+    if cds:
+        path = cp.startup_classpath(path, java)
+        archive = cp.ClassDataArchive(path, cp.libjvm(java), opts)
+    extra = archive.options() if archive is not None else []
+    return [java, *opts, *extra, "-cp", path, "clojure.main", *main_args], archive
 
 
 def _transport(args: List[str]) -> Tuple[str, List[str]]:
@@ -81,10 +96,13 @@ def _transport(args: List[str]) -> Tuple[str, List[str]]:
     return transport, rest
 
 
-def _run_java(cmd: List[str]) -> int:
+def _run_java(cmd: List[str], archive: Optional[cp.ClassDataArchive] = None) -> int:
     env_ = dict(os.environ)
     env_.setdefault("MXKV_PYTHON", sys.executable)
-    return supervise.run(cmd, env_)
+    rc = supervise.run(cmd, env_)
+    if archive is not None:
+        archive.finish(ok=rc < 128)  # not after a signal: it may have cut the archive short
+    return rc
 
 
 def _run_jpype(main_args: Sequence[str], test: bool = False) -> int:
@@ -111,7 +129,7 @@ def _run_jpype(main_args: Sequence[str], test: bool = False) -> int:
 def _run(transport: str, main_args: List[str], test: bool = False) -> int:
     if transport == "jpype":
         return _run_jpype(main_args, test)
-    return _run_java(java_command(main_args, test))
+    return _run_java(*_java(main_args, test))
 
 
 def _deps_edn() -> str:
@@ -153,10 +171,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if cmd == "repl":
                 if transport == "jpype":
                     return _run(transport, ["-e", _REPL_INIT, "-r"])
-                c = java_command(["-e", _REPL_INIT, "-r"])
+                c, archive = _java(["-e", _REPL_INIT, "-r"])
                 if sys.stdin.isatty() and shutil.which("rlwrap"):
                     c = ["rlwrap", "-r", "-q", '\\"', "-b", "(){}[],^%#@\";:'", *c]
-                return _run_java(c)
+                return _run_java(c, archive)
             if cmd == "tutorial":
                 target = rest[0] if rest else str(cp.layout().tutorial)
                 return _run(transport, ["-m", "mxkv.transcript", target])

@@ -59,6 +59,13 @@ def _jpype():
     return jpype
 
 
+def _jvm_path(jpype) -> Optional[str]:
+    try:
+        return jpype.getDefaultJVMPath()
+    except Exception:  # startJVM says why
+        return None
+
+
 def started() -> bool:
     """True when :func:`start` has run and :func:`stop` has not."""
     return _started and not _stopped
@@ -76,6 +83,11 @@ def start(jvm_args: Optional[Sequence[str]] = None,
         default ``-Xms1g`` on large machines).
     extra_classpath : sequence of str, optional
         Directories or jars added after mxkv's (your own Clojure sources).
+
+    Clojure's core specs come compiled (:func:`mxkv.classpath.startup_classpath`)
+    and, with a classpath of jars only (an installed package), the classes
+    the JVM loads are kept in a class-data archive for the next start
+    (:class:`mxkv.classpath.ClassDataArchive`); ``MXKV_CDS=0``: neither.
 
     A second call is a no-op. A JVM started by other code in this process is
     used when mxkv's classes are on its classpath; else, and after
@@ -99,9 +111,13 @@ def start(jvm_args: Optional[Sequence[str]] = None,
         else:
             from . import classpath as cp
 
-            path = os.pathsep.join([cp.classpath(require_py4j=False), *extra_classpath])
+            path = cp.startup_classpath(
+                os.pathsep.join([cp.classpath(require_py4j=False), *extra_classpath]))
             args = [*cp.jvm_opts(), "-Dmxkv.transport=jpype", *(jvm_args or [])]
-            jpype.startJVM(*args, classpath=path.split(os.pathsep), convertStrings=False)
+            archive = cp.ClassDataArchive(path, _jvm_path(jpype), args, kind="jpype")
+            jpype.startJVM(*args, *archive.options(), classpath=path.split(os.pathsep),
+                           convertStrings=False)
+            _host["archive"] = archive
         _install(jpype)
         _started = True
         atexit.register(_at_exit)
@@ -339,9 +355,12 @@ def stop() -> None:
             facade.close()
         _engines.clear()
         _stopped = True
+        archive = _host.get("archive")
         _host.clear()
         if jpype.isJVMStarted():
             jpype.shutdownJVM()
+            if archive is not None:
+                archive.finish()  # the class-data archive it wrote at exit, if any
 
 
 def _at_exit() -> None:
