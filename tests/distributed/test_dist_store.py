@@ -512,6 +512,42 @@ def test_set_updater_ships_the_function_to_the_servers(jobs):
     assert jobs.run(job, custom_updater) == [[5.0, 5.0, 5.0]] * 2   # 1 + 2 * (1 + 1)
 
 
+def held_update(kv, mx, started, go):
+    import os
+    import time
+
+    def held(key, merged, stored):
+        open(started, "w").close()
+        deadline = time.monotonic() + 120
+        while not os.path.exists(go):    # held until the test has asked the shard
+            assert time.monotonic() < deadline, "never let go"
+            time.sleep(0.01)
+        stored += merged
+
+    kv.init("h", mx.nd.ones((4,)))
+    kv._set_updater(held)
+    out = mx.nd.zeros((4,))
+    kv.pushpull("h", mx.nd.ones((4,)) * 2, out=out)
+    return out.asnumpy().tolist()
+
+
+def test_a_round_is_summed_off_the_shards_event_loop(jobs, tmp_path):
+    # while a round's update runs on the shard, the shard still answers
+    # other calls: with the update on the event loop, stats() would wait
+    # for it, and the update waits for the test, which waits for stats()
+    import ray
+
+    job = jobs.job(1, 1)
+    started, go = str(tmp_path / "started"), str(tmp_path / "go")
+    [ref] = jobs.submit(job, held_update, started, go)
+    wait_for_file(started, "the update to start on the shard")
+    stats = ray.get(job.shards[0].stats.remote(), timeout=60)
+    assert stats["rounds"]["h"] == 0          # the round is not done while it is summed
+    open(go, "w").close()
+    assert ray.get(ref, timeout=120) == [3.0] * 4
+    assert ray.get(job.shards[0].stats.remote(), timeout=60)["rounds"]["h"] == 1
+
+
 def threaded_pushes(kv, mx, threads, calls):
     """``threads`` threads of one worker push one shared key and a key each."""
     import threading

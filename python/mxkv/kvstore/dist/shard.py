@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import os
 import pickle
 import uuid
@@ -167,6 +168,12 @@ class ServerShard:
         self.publisher = Publisher(self.data_dir, f"shard{self.index}-{self.incarnation[:8]}",
                                    env("MXKV_SHM_PUBLISH_BYTES", 4 << 30, int, minimum=1))
         self._pinned: List[str] = []   # pull segments the next checkpoint reads
+        # dist_sync rounds are summed (and updated) on this thread, off the
+        # event loop; while one runs, checkpoints wait (they read values)
+        self._summer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mxkv-sum")
+        self._summing = 0
+        self._deferred: List[Any] = []   # checkpoint callbacks held meanwhile
+        self._idle: Optional[asyncio.Event] = None
 
     # ------------------------------------------------------------ state
     def _restore(self) -> bool:
@@ -267,6 +274,11 @@ class ServerShard:
             self._due = 1
 
     def _checkpoint(self, callback: Any = None) -> None:
+        if self._summing:
+            # a round is being summed into stored values: the delta would read
+            # them half written; it is taken once the sums are done
+            self._deferred.append(callback)
+            return
         self._since_ckpt = 0
         self._due = 0
         self._pushed = 0   # the pushes so far are covered once this is written
@@ -396,6 +408,7 @@ class ServerShard:
             raise MXNetError("dist_async applies every push with the optimizer, and none is "
                              "set: call kv.set_optimizer(...) before pushing")
         changed = False
+        complete = []
         for (name, seq), payload in zip(items, payloads):
             what = self.book.accept(rank, name, seq, payload)
             if what is None:
@@ -406,16 +419,16 @@ class ServerShard:
                 self._mark_update(name)
                 changed = True
             elif what == "complete":
-                vals = [_to_nd(p, self.shapes[name], self.gc)
-                        for p in self.book.contributions(name)]
-                if from_shm and len(vals) == 1 and self.kv._updater is None:
-                    # the store would keep this buffer by reference, and the
-                    # worker reuses it once durable: store a copy
-                    vals = [NDArray(np.array(vals[0]._array), vals[0].context)]
-                self.kv.push(name, vals)
+                complete.append(name)
+        if complete:
+            # No pull can read these parts until book.complete (their round is
+            # not done), no push of their next round is accepted before it, and
+            # checkpoints wait: the event loop goes on with other calls.
+            await self._sum_rounds(complete, from_shm)
+            for name in complete:
                 self.book.complete(name)
                 self._mark_update(name)
-                changed = True
+            changed = True
         self._pushed += sum(p.nbytes for p in payloads if isinstance(p, np.ndarray))
         if changed:
             if self._pushed >= self.keep_bytes:
@@ -432,6 +445,53 @@ class ServerShard:
                 self._changed()
             await self.book.changed()
         return [self.durable.get(n, -1) for n in names]
+
+    def _sum(self, rounds: Sequence[Tuple[Any, Tuple[int, ...], List[Any]]],
+             from_shm: bool) -> None:
+        """Sum (or update with) complete rounds, (part, shape, pushes) each (on the summer)."""
+        for name, shape, pushes in rounds:
+            vals = [_to_nd(p, shape, self.gc) for p in pushes]
+            if from_shm and len(vals) == 1 and self.kv._updater is None:
+                # the store would keep this buffer by reference, and the
+                # worker reuses it once durable: store a copy
+                vals = [NDArray(np.array(vals[0]._array), vals[0].context)]
+            self.kv.push(name, vals)
+
+    async def _sum_rounds(self, names: Sequence[Any], from_shm: bool) -> None:
+        rounds = [(n, self.shapes[n], self.book.contributions(n)) for n in names]
+        self._summing += 1
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._summer, self._sum,
+                                                             rounds, from_shm)
+        finally:
+            self._summing -= 1
+            if not self._summing:
+                if self._idle is not None:
+                    self._idle.set()
+                    self._idle = None
+                if self._deferred:
+                    callbacks, self._deferred = self._deferred, []
+                    self._run_deferred(callbacks)
+
+    def _run_deferred(self, callbacks: List[Any]) -> None:
+        """The checkpoints asked for while sums ran: one, with every callback."""
+        real = [cb for cb in callbacks if cb is not None]
+        if not real:
+            self._checkpoint()
+            return
+
+        def all_of(error: Optional[BaseException]) -> None:
+            for cb in real:
+                cb(error)
+        self._checkpoint(all_of)
+
+    async def _quiet(self) -> None:
+        """Wait until no round is being summed (before reading states or
+        changing the optimizer)."""
+        while self._summing:
+            if self._idle is None:
+                self._idle = asyncio.Event()
+            await self._idle.wait()
 
     async def pull(self, incarnation: str, rank: int, items: Sequence[Tuple[Any, int]],
                    shm: bool = False):
@@ -582,6 +642,7 @@ class ServerShard:
         to this shard only, or lost in a restart) is fetched from the log.
         """
         await self._check(None, ())
+        await self._quiet()   # (a new optimizer must not swap under a running update)
         if seq <= self.cmd_seq:
             return
         if seq > self.cmd_seq + 1:
@@ -593,6 +654,7 @@ class ServerShard:
 
     async def get_states(self) -> Optional[bytes]:
         """The updater's states with the optimizer, or None without one."""
+        await self._quiet()
         updater = self.kv._updater
         if updater is None or not hasattr(updater, "get_states"):
             return None
