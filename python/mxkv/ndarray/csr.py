@@ -163,13 +163,8 @@ class CSRNDArray(NDArray):
         if isinstance(other, Context):
             return CSRNDArray(*(a.copy() for a in self._csr), self._shape, _host_ctx(other),
                               full_check=False)
-        if not isinstance(other, NDArray):
-            raise MXNetTypeError(f"copyto does not support type {type(other)}")
-        if other is self:
+        if self._copy_is_noop(other):
             return self
-        if other.shape != self._shape:
-            raise MXNetValueError(f"copyto: source shape {self._shape} differs from "
-                                  f"destination shape {other.shape}")
         if isinstance(other, CSRNDArray):
             data, indices, indptr = self._csr
             other._set(data.astype(other._csr[0].dtype), indices.copy(), indptr.copy())

@@ -288,18 +288,25 @@ class NDArray:
         array on ``other`` (a Context). Returns the destination."""
         if isinstance(other, Context):
             return NDArray(to_device(self._array, other), other)
-        if isinstance(other, NDArray):
-            if other is self:
-                return self
-            if other.shape != self.shape:
-                raise MXNetValueError(f"copyto: source shape {self.shape} differs from "
-                                      f"destination shape {other.shape}")
-            if other.stype != "default":
-                other[:] = self  # cast storage: the destination keeps the nonzero rows
-                return other
-            copy_into(other._array, self._array)
+        if self._copy_is_noop(other):
+            return self
+        if other.stype != "default":
+            other[:] = self  # cast storage: the destination keeps the nonzero rows
             return other
-        raise MXNetTypeError(f"copyto does not support type {type(other)}")
+        copy_into(other._array, self._array)
+        return other
+
+    def _copy_is_noop(self, other: Any) -> bool:
+        """Check ``other`` as a ``copyto`` destination (an NDArray of this
+        shape, of any storage type); True when it is this array itself."""
+        if not isinstance(other, NDArray):
+            raise MXNetTypeError(f"copyto does not support type {type(other)}")
+        if other is self:
+            return True
+        if other.shape != self.shape:
+            raise MXNetValueError(f"copyto: source shape {self.shape} differs from "
+                                  f"destination shape {other.shape}")
+        return False
 
     def as_in_context(self, context: Context) -> NDArray:
         """Self when already on ``context``, else a copy there."""

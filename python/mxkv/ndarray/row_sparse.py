@@ -204,13 +204,8 @@ class RowSparseNDArray(NDArray):
         if isinstance(other, Context):
             return RowSparseNDArray(to_device(self._data, other), to_device(self._indices, other),
                                     self._shape, other)
-        if not isinstance(other, NDArray):
-            raise MXNetTypeError(f"copyto does not support type {type(other)}")
-        if other is self:
+        if self._copy_is_noop(other):
             return self
-        if other.shape != self._shape:
-            raise MXNetValueError(f"copyto: source shape {self._shape} differs from "
-                                  f"destination shape {other.shape}")
         if isinstance(other, RowSparseNDArray):
             other._data = to_device(self._data, other._ctx, other._data.dtype)
             other._indices = to_device(self._indices, other._ctx)
