@@ -234,7 +234,8 @@ def build(where: Optional[Layout] = None, quiet: bool = False) -> None:
 
 def namespaces(src: Path) -> List[str]:
     """The namespaces of the ``.clj`` files under ``src`` that declare one
-    (``ndarray_operators.clj`` is loaded into ``ndarray``, not one itself)."""
+    (``ndarray_data.clj`` and ``ndarray_operators.clj`` are loaded into
+    ``ndarray``, not namespaces themselves)."""
     out = []
     for p in sorted(src.rglob("*.clj")):
         with open(p, encoding="utf-8") as f:
