@@ -302,40 +302,39 @@ class CheckpointLog:
         appended to the log, or as a new log when it holds every part."""
         with self._write_lock:
             self.seq += 1
-            if self._end and self._covers(delta):
+            rewrite = bool(self._end) and self._covers(delta)
+            if rewrite:
                 meta = dict(self._meta)
                 meta.update(delta["meta"])
                 self._rewrite({"parts": delta["parts"], "meta": meta})
                 self.rewrites += 1
-                self.written += 1
-                self._account(delta)
-                self.on_durable({n: e["round"] for n, e in delta["parts"].items()
-                                 if "round" in e})
-                return
-            if self._file is None:
-                self._file = open(self.path, "ab")
-            f = self._file
-            try:
-                size = _write_record(f, self.seq, delta)
-            except BaseException:
-                # leave no half record for the next one to follow
-                self._file = None
-                f.close()
-                with open(self.path, "r+b") as g:
-                    g.truncate(self._end)
-                raise
-            self._end += size
+            else:
+                self._append(delta)
             self.written += 1
             self._account(delta)
-            if self._end > 2 * self._live + self.slack:
+            if not rewrite and self._end > 2 * self._live + self.slack:
                 self._compact()
         self.on_durable({n: e["round"] for n, e in delta["parts"].items() if "round" in e})
 
-    def _compact(self) -> None:
-        """Rewrite the log as one record of its newest state (caller holds the write lock)."""
-        if self._file is not None:
-            self._file.close()
+    def _append(self, delta: Delta) -> None:
+        """Append ``delta`` as one record (caller holds the write lock)."""
+        if self._file is None:
+            self._file = open(self.path, "ab")
+        f = self._file
+        try:
+            size = _write_record(f, self.seq, delta)
+        except BaseException:
+            # leave no half record for the next one to follow
             self._file = None
+            f.close()
+            with open(self.path, "r+b") as g:
+                g.truncate(self._end)
+            raise
+        self._end += size
+
+    def _compact(self) -> None:
+        """Rewrite the log as one record of its newest state (caller holds the
+        write lock; :meth:`_rewrite` closes the appending handle)."""
         state, _, _ = load_log(self.path)
         self._rewrite(state)
         self.compactions += 1

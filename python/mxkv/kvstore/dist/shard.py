@@ -29,7 +29,7 @@ import concurrent.futures
 import os
 import pickle
 import uuid
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -434,9 +434,8 @@ class ServerShard:
             if self._pushed >= self.keep_bytes:
                 # the workers keep every push until a checkpoint covers it:
                 # past MXKV_KEEP_BYTES of them, checkpoint now (a big key's
-                # pushes are not kept round after round)
-                self._pushed = 0
-                self._since_ckpt += 1
+                # pushes are not kept round after round; the checkpoint
+                # restarts the count)
                 if self._keep_done is None or self._keep_done.done():
                     self._keep_done = self._durable_future()
                 else:
@@ -564,29 +563,30 @@ class ServerShard:
             out.append((dst._data, dst._indices))
         return out
 
-    def _take_published(self, names: Sequence[Any], batch: ShmBatch) -> None:
-        """A due checkpoint takes the changed parts' values from their pull
-        segment (pinned until the checkpoint is durable) instead of copying
-        them; once every changed part is there, it is written."""
-        for name, view in zip(names, self.publisher.pin(batch)):
+    def _adopt(self, published: Iterable[Tuple[Any, Any]]) -> None:
+        """A due checkpoint takes changed parts' values as a pull published
+        them (nothing writes to those) instead of copying them; once every
+        changed value is there, it is written."""
+        for name, value in published:
             fields = self._dirty.get(name)
             if fields and "value" in fields and name not in self._fresh:
-                self._fresh[name] = view
-        self._pinned.append(batch.path)
+                self._fresh[name] = value
         if self._due and all(n in self._fresh for n, f in self._dirty.items() if "value" in f):
             self._checkpoint()
 
+    def _take_published(self, names: Sequence[Any], batch: ShmBatch) -> None:
+        """From a pull segment, pinned until the checkpoint is durable."""
+        views = self.publisher.pin(batch)
+        self._pinned.append(batch.path)
+        self._adopt(zip(names, views))
+
     async def _publish_fresh(self, names: Sequence[Any], ref: Any) -> None:
-        """A due checkpoint takes the changed parts of a pull's snapshot from
-        the object store (immutable) instead of copying them; once every
-        changed part is there, it is written."""
+        """From a pull's snapshot in the object store (immutable)."""
         versions = [self._versions.get(n) for n in names]
         values = await ref
-        for name, version, value in zip(names, versions, values):
-            if name in self._dirty and self._versions.get(name) == version:
-                self._fresh[name] = value    # unchanged since the snapshot was taken
-        if self._due and all(n in self._fresh for n, f in self._dirty.items() if "value" in f):
-            self._checkpoint()
+        # only the parts unchanged since the snapshot was taken
+        self._adopt((n, v) for n, ver, v in zip(names, versions, values)
+                    if self._versions.get(n) == ver)
 
     # ------------------------------------------------------------ commands
     def _apply_updater_blob(self, blob: bytes) -> None:
