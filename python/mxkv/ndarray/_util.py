@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MXNetError, MXNetIndexError, MXNetTypeError, MXNetValueError  # noqa: F401
+from ..base import MXNetError, MXNetIndexError, MXNetTypeError, MXNetValueError, numeric_types  # noqa: F401
 from ..context import Context, cpu, cupy_or_none, empty_host, gpu, xp_for
 from .cow import before_write
 
@@ -54,6 +54,12 @@ def normalize_shape(shape: Any) -> tuple:
 def is_host(arr: Any) -> bool:
     """Whether ``arr`` lives in host memory (a numpy array, not a CuPy one)."""
     return isinstance(arr, np.ndarray)
+
+
+def is_scalar(x: Any) -> bool:
+    """Whether ``x`` is a real number an operator takes as a scalar operand
+    (a numpy array, even 0-d, or a complex number is not)."""
+    return isinstance(x, numeric_types) and not isinstance(x, (np.ndarray, complex))
 
 
 #: Host arrays of at least this many bytes start on a 2 MiB boundary.

@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MXNetError, numeric_types
+from ..base import MXNetError
 from . import ops
-from ._util import MXNetTypeError, MXNetValueError
+from ._util import MXNetTypeError, MXNetValueError, is_scalar
 from .csr import CSRNDArray, _from_dense
 from .ndarray import NDArray, peer_array, provide
 
@@ -53,10 +53,6 @@ _SYMBOL = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "mod": "
            "greater_equal": ">=", "lesser": "<", "lesser_equal": "<="}
 _COMPARE = {"equal": operator.eq, "not_equal": operator.ne, "greater": operator.gt,
             "greater_equal": operator.ge, "lesser": operator.lt, "lesser_equal": operator.le}
-
-
-def _is_scalar(x: Any) -> bool:
-    return isinstance(x, numeric_types) and not isinstance(x, (np.ndarray, complex))
 
 
 def _on_positions(a: CSRNDArray, values: NDArray) -> CSRNDArray:
@@ -144,7 +140,7 @@ def binary(a: CSRNDArray, other: Any, name: str, reverse: bool = False,
            inplace: bool = False) -> NDArray:
     """``a OP other`` (``other OP a`` with ``reverse``), csr where MXNet keeps csr
     (the module's docstring); ``inplace`` writes the result into ``a``."""
-    if _is_scalar(other):
+    if is_scalar(other):
         if _keeps_csr_with_scalar(name, other, reverse):
             a.check_format()
             res: NDArray = _on_positions(
@@ -180,7 +176,7 @@ def setitem(a: CSRNDArray, key: Any, value: Any) -> None:
     if key != slice(None):
         raise MXNetValueError(f"assignment to a slice [{key.start}:{key.stop}:{key.step}] of "
                               "a csr array is not supported (MXNet 1.9.1 has [:] only)")
-    if _is_scalar(value):
+    if is_scalar(value):
         raise MXNetValueError(f"assigning a number ({value!r}) to a csr array is not "
                               "supported (as MXNet 1.9.1): assign an array")
     if isinstance(value, (np.ndarray, np.generic)):

@@ -26,6 +26,7 @@ from ._util import (
     ctx_of,
     device_scope,
     is_host,
+    is_scalar,
     local_operand,
     normalize_dtype,
     to_device,
@@ -443,7 +444,7 @@ class NDArray:
             except ValueError:
                 raise MXNetValueError(f"operator {sym}: shapes {self.shape} and {other.shape} "
                                       f"cannot be broadcast together") from None
-        elif isinstance(other, numeric_types) and not isinstance(other, (np.ndarray, complex)):
+        elif is_scalar(other):
             b = _scalar_for(a.dtype, other)
             out_shape = self.shape
         else:
