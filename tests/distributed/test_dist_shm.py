@@ -211,3 +211,35 @@ def test_a_big_pulled_batch_is_unmapped_once_read_and_reads_the_same_again(tmp_p
     np.testing.assert_array_equal(reader.views(batch)[0], value)   # not the file's data
     assert reader.still(batch)
     pub.close()
+
+
+def bounded_inits(kv, mx):
+    """Record which of rank 0's inits waited for the ones in flight."""
+    waits = []
+    real = kv._chan.reap
+
+    def reap(block=False):
+        if block:
+            waits.append(len(log))
+        return real(block)
+    kv._chan.reap = reap
+    log = []
+    for name, n in [("big", 20000), ("small", 100), ("next", 100)]:
+        log.append(name)
+        kv.init(name, mx.nd.ones((n,)))    # 80000, 400, 400 bytes
+    log.append("push")
+    kv.push("small", mx.nd.ones((100,)))
+    out = mx.nd.zeros((20000,))
+    kv.pull("big", out=out)
+    return list(waits), float(out.asnumpy().min())   # (a copy: close waits too)
+
+
+def test_an_init_waits_for_those_in_flight_only_when_it_would_pass_the_bound(jobs):
+    # MXKV_KEEP_BYTES=50000: the first init (80000 bytes, nothing in flight)
+    # is sent and not waited for; the second would take what is in flight
+    # past the bound, so it waits first; the third fits beside the second;
+    # the first push waits for the inits in flight
+    job = jobs.job(1, 1)
+    (waits, value), = jobs.run(job, bounded_inits, env={"MXKV_KEEP_BYTES": "50000"})
+    assert waits == [2, 4], waits     # (indexes into: big, small, next, push)
+    assert value == 1.0
