@@ -102,6 +102,28 @@ def test_restore_forgets_pushes_of_rounds_not_checkpointed():
     assert again.accept(0, "k", 4, "x") == "pending"     # rank 0's round 4 is taken again
 
 
+def test_a_shards_durable_rounds_release_only_what_was_sent_to_it():
+    # a big key's parts on shards 0 and 1 share its name: shard 0's
+    # checkpoint must not release the push kept for shard 1 (a restart of
+    # shard 1 would find nothing to re-send)
+    import threading
+
+    from mxkv.kvstore.dist.channel import Channel, Message
+
+    chan = Channel.__new__(Channel)
+    chan.lock = threading.RLock()
+    chan.durable = {}
+    released = []
+    chan.kept = [[Message("push", s, [(7, 3)], None, release=lambda s=s: released.append(s))]
+                 for s in range(2)]
+    chan.note_durable(0, [(7, 3)], [3])
+    assert released == [0] and [len(k) for k in chan.kept] == [0, 1]
+    chan.note_durable(1, [(7, 3)], [2])     # not yet
+    assert released == [0]
+    chan.note_durable(1, [(7, 3)], [3])
+    assert released == [0, 1] and chan.kept == [[], []]
+
+
 # ---------------------------------------------------------------- checkpoints
 def _part(value, rnd, state=None):
     entry = {"value": value, "shape": value.shape, "round": rnd, "seen": {0: rnd}}

@@ -95,7 +95,9 @@ class Channel:
         #: another node (set by the worker; called when a shard moved)
         self.relocate: Optional[Callable[[Message], None]] = None
         self.kept: List[List[Message]] = [[] for _ in range(num_shards)]
-        self.durable: Dict[Any, int] = {}
+        #: (shard, part) -> its durable round: a big key's parts on different
+        #: shards share its name, and each shard checkpoints on its own
+        self.durable: Dict[Tuple[int, Any], int] = {}
         self.inflight: List[Tuple[Any, Message]] = []
         self.lock = threading.RLock()
         self._sync_locks = [threading.Lock() for _ in range(num_shards)]
@@ -170,11 +172,11 @@ class Channel:
                       durable: Sequence[int]) -> None:
         with self.lock:
             for (name, _), d in zip(items, durable):
-                if d > self.durable.get(name, -1):
-                    self.durable[name] = d
+                if d > self.durable.get((shard, name), -1):
+                    self.durable[(shard, name)] = d
             keep = []
             for m in self.kept[shard]:
-                if all(self.durable.get(n, -1) >= (0 if m.kind == "init" else s)
+                if all(self.durable.get((shard, n), -1) >= (0 if m.kind == "init" else s)
                        for n, s in m.items):
                     if m.release is not None:
                         m.release()
