@@ -102,6 +102,41 @@ def test_restore_forgets_pushes_of_rounds_not_checkpointed():
     assert again.accept(0, "k", 4, "x") == "pending"     # rank 0's round 4 is taken again
 
 
+def test_a_groups_sum_counts_for_each_of_its_ranks():
+    # a relay's push: the sum of ranks 1 and 3, as one payload under rank 1
+    book = RoundBook(4, sync=True)
+    book.add_part("k")
+    assert book.accept((3, 1), "k", 1, "s13") == "pending"
+    assert book.stalled() == [("k", 1, [0, 2])]
+    assert book.accept((1, 3), "k", 1, "s13") is None     # re-sent by a restarted relay
+    assert book.accept(3, "k", 1, "x") is None            # a rank of the group: seen
+    assert book.accept(2, "k", 1, "c") == "pending"
+    assert book.accept(0, "k", 1, "a") == "complete"
+    assert book.contributions("k") == ["a", "s13", "c"]   # a group at its lowest rank
+    book.complete("k")
+    assert book.seen["k"] == {0: 1, 1: 1, 2: 1, 3: 1}
+    book.mark_dead({3: "gone"})
+    book.accept(0, "k", 2, "a")
+    book.accept(2, "k", 2, "c")
+    with pytest.raises(DeadNodeError, match=r"worker rank 3 \(gone\) died"):
+        book.pull_ready(0, [("k", 2)])    # the group's round can never come
+    with pytest.raises(ValueError, match="dist_async"):
+        async_book = RoundBook(2, sync=False)
+        async_book.add_part("k")
+        async_book.accept((0, 1), "k", 1, "s")
+
+
+def test_a_relays_part_sends_each_round_once_whatever_the_order():
+    from mxkv.kvstore.dist.relay import _Part
+
+    part = _Part(floor=2)                 # the shard had completed round 2
+    assert part.done(1) and part.done(2) and not part.done(3)
+    part.mark_sent(4)                     # round 4 gathered before round 3
+    assert part.done(4) and not part.done(3) and part.floor == 2
+    part.mark_sent(3)
+    assert part.floor == 4 and part.sent == set()
+
+
 def test_a_shards_durable_rounds_release_only_what_was_sent_to_it():
     # a big key's parts on shards 0 and 1 share its name: shard 0's
     # checkpoint must not release the push kept for shard 1 (a restart of

@@ -15,6 +15,10 @@ Everything a worker sends to a shard goes through :class:`Channel`:
   restarted, the channel waits for Ray to bring it back, re-sends every
   kept message (the shard drops what its checkpoint already has: sequence
   numbers make this exactly-once) and retries the call.
+* **Pushes may go through the host's relay** (:mod:`.relay`): a message
+  marked ``relayed`` is handed to the relay, which sums the host's pushes
+  and sends the shard one; it is kept until the *shard* reports it durable,
+  and re-sent to the relay when the relay restarts.
 """
 from __future__ import annotations
 
@@ -46,6 +50,8 @@ class Message:
     #: called once when the message is no longer kept (hands a shared
     #: segment back to its pool, :mod:`.shm`)
     release: Optional[Callable[[], None]] = None
+    #: a push sent through this host's relay (:mod:`.relay`), not to the shard
+    relayed: bool = False
 
 
 class Call:
@@ -74,7 +80,8 @@ class Channel:
     ray : module
     job : str
     num_shards : int
-    rank : int
+    rank : int or tuple of int
+        The worker's rank; a relay's channel sends for a group of ranks.
     timeouts : Timeouts
     describe : callable
         ``describe(part_name) -> str``: how a part is named in messages.
@@ -85,6 +92,13 @@ class Channel:
         self.ray = ray
         self.job = job
         self.rank = rank
+        self.who = f"worker rank {rank}" if isinstance(rank, int) else \
+            f"the relay of worker ranks {', '.join(map(str, rank))}"
+        #: this host's relay and its incarnation (:mod:`.relay`), when pushes use one
+        self.relay: Any = None
+        self.relay_incarnation = ""
+        self.relay_ranks: Tuple[int, ...] = ()
+        self._relay_lock = threading.Lock()
         self.timeouts = timeouts
         self.describe = describe
         self.shards = [self._lookup(i) for i in range(num_shards)]
@@ -133,6 +147,9 @@ class Channel:
         inc = self.incarnation[msg.shard]
         if method == "init":
             return shard.init.remote(inc, msg.items, msg.ref)
+        if msg.relayed:
+            return self.relay.push.remote(self.relay_incarnation, self.rank, msg.shard, inc,
+                                          msg.items, msg.ref)
         return shard.push.remote(inc, self.rank, msg.items, msg.ref)
 
     def reap(self, block: bool = False) -> None:
@@ -160,7 +177,10 @@ class Channel:
             except Exception as exc:  # noqa: BLE001 - sorted out below
                 cause = _cause(exc)
                 if self._is_restart(exc):
-                    self.resync(msg.shard)
+                    if msg.relayed:
+                        self.resync_relay()
+                    else:
+                        self.resync(msg.shard)
                     continue
                 error = error or cause
                 continue
@@ -248,9 +268,15 @@ class Channel:
         while pending:
             now = time.monotonic()
             timeout = max(0.0, min(next_stall, deadline) - now)
+            if self.relay is not None:
+                # what this call waits for may need a push the relay lost
+                # in a restart: look at the pushes' answers meanwhile
+                timeout = min(timeout, 0.25)
             _, pending = self.ray.wait(pending, num_returns=len(pending), timeout=timeout)
             if not pending:
                 return
+            if self.relay is not None:
+                self.reap()
             now = time.monotonic()
             if now >= deadline:
                 report = self.stall_report()
@@ -260,10 +286,10 @@ class Channel:
                     except Exception:  # noqa: BLE001 - best effort
                         pass
                 raise MXNetTimeoutError(
-                    f"{what}: worker rank {self.rank} waited {now - start:.1f} s "
+                    f"{what}: {self.who} waited {now - start:.1f} s "
                     f"(MXKV_FAIL_TIMEOUT={t.fail:g}) and gives up; {report}")
             if now >= next_stall:
-                log.warning("mxkv %s: worker rank %d has waited %.1f s; %s", what, self.rank,
+                log.warning("mxkv %s: %s has waited %.1f s; %s", what, self.who,
                             now - start, self.stall_report())
                 next_stall += t.stall
 
@@ -274,11 +300,25 @@ class Channel:
                                    timeout=max(1.0, min(10.0, self.timeouts.stall)))
         except Exception as exc:  # noqa: BLE001
             return f"the server shards did not say what they wait for ({exc})"
+        gathering: Dict[Tuple[int, Any, int], List[int]] = {}
+        if self.relay is not None:   # which of this host's ranks its relay still waits for
+            try:
+                for shard, name, rnd, missing in self.ray.get(self.relay.stalled.remote(),
+                                                              timeout=10):
+                    gathering[(shard, name, rnd)] = missing
+            except Exception:  # noqa: BLE001 - the shards' view alone
+                pass
         by_rank: Dict[int, List[Tuple[Any, int]]] = {}
-        for rep in reports:
+        for shard, rep in enumerate(reports):
             for name, rnd, missing in rep:
+                here = gathering.pop((shard, name, rnd), None)
+                if here is not None:   # the host's pushes that reached its relay are in
+                    missing = [r for r in missing if r not in self.relay_ranks or r in here]
                 for r in missing:
                     by_rank.setdefault(r, []).append((name, rnd))
+        for (_, name, rnd), missing in gathering.items():   # rounds no shard has begun
+            for r in missing:
+                by_rank.setdefault(r, []).append((name, rnd))
         if not by_rank:
             return "no round is waiting for a push (waiting for a shard or for rank 0's init)"
         parts = []
@@ -290,27 +330,30 @@ class Channel:
         return "; ".join(parts)
 
     # ------------------------------------------------------------ faults
+    def _back(self, actor: Any, what: str) -> dict:
+        """``actor.hello()`` once it answers (Ray is restarting it meanwhile);
+        DeadNodeError naming ``what`` past the fail timeout."""
+        deadline = time.monotonic() + self.timeouts.fail
+        while True:
+            try:
+                return self.ray.get(actor.hello.remote(),
+                                    timeout=max(1.0, self.timeouts.heartbeat * 5))
+            except Exception as exc:  # noqa: BLE001 - it is restarting
+                if time.monotonic() > deadline:
+                    raise DeadNodeError(f"{what} died and did not come back within "
+                                        f"{self.timeouts.fail:g} s: {_cause(exc)}") from None
+                time.sleep(0.1)
+
     def resync(self, index: int) -> None:
         """Wait for shard ``index`` to be back, then re-send what it may lack."""
         with self._sync_locks[index]:
             old = self.incarnation[index]
-            deadline = time.monotonic() + self.timeouts.fail
-            info = None
-            while info is None:
-                try:
-                    info = self.ray.get(self.shards[index].hello.remote(),
-                                        timeout=max(1.0, self.timeouts.heartbeat * 5))
-                except Exception as exc:  # noqa: BLE001 - the shard is restarting
-                    if time.monotonic() > deadline:
-                        raise DeadNodeError(
-                            f"server shard {index} of job {self.job!r} died and did not come "
-                            f"back within {self.timeouts.fail:g} s: {_cause(exc)}") from None
-                    time.sleep(0.1)
+            info = self._back(self.shards[index], f"server shard {index} of job {self.job!r}")
             if info["incarnation"] == old:
                 return
-            log.warning("mxkv: server shard %d restarted (from its checkpoint: %s); worker "
-                        "rank %d re-sends its %d kept messages", index, info["restored"],
-                        self.rank, len(self.kept[index]))
+            log.warning("mxkv: server shard %d restarted (from its checkpoint: %s); %s "
+                        "re-sends its %d kept messages", index, info["restored"],
+                        self.who, len(self.kept[index]))
             with self.lock:
                 self.incarnation[index] = info["incarnation"]
                 moved = info.get("node") != self.nodes[index]
@@ -319,6 +362,24 @@ class Channel:
                     for m in self.kept[index]:
                         self.relocate(m)
                 msgs = sorted(self.kept[index], key=lambda m: m.kind != "init")
+                for m in msgs:
+                    ref = self._submit_message(m, m.kind, ())
+                    self.inflight.append((ref, m))
+
+    def resync_relay(self) -> None:
+        """Wait for this host's relay to be back (Ray restarts it), then
+        re-send every kept message that went through it (it drops the rounds
+        it or the shards already have)."""
+        with self._relay_lock:
+            old = self.relay_incarnation
+            info = self._back(self.relay, f"the relay of job {self.job!r} on this host")
+            if info["incarnation"] == old:
+                return
+            with self.lock:
+                self.relay_incarnation = info["incarnation"]
+                msgs = [m for kept in self.kept for m in kept if m.relayed]
+                log.warning("mxkv: this host's relay restarted; %s re-sends its %d kept "
+                            "messages", self.who, len(msgs))
                 for m in msgs:
                     ref = self._submit_message(m, m.kind, ())
                     self.inflight.append((ref, m))

@@ -15,6 +15,8 @@ job, named ``mxkv:<job>``). Array data never passes through it.
   checkpoint did not include.
 * Server processes (``DMLC_ROLE=server``) wait in :meth:`wait_done` until
   every worker has left.
+* It makes each host's relay (:mod:`.relay`, :meth:`relay`): workers say
+  which Ray node they run on when they join.
 """
 from __future__ import annotations
 
@@ -57,6 +59,8 @@ class Coordinator:
         self.commands: List[Tuple[int, int, Any, Optional[int]]] = []
         self.optimizer_set = False
         self.mode: Optional[str] = None
+        self.aggregate: Optional[bool] = None
+        self.relays: Dict[str, Any] = {}
         self._barrier_gen = 0
         self._barrier_in: set = set()
         self._cond: Optional[asyncio.Condition] = None
@@ -110,9 +114,9 @@ class Coordinator:
                 "servers": dict(self.servers), "commands": len(self.commands)}
 
     # ------------------------------------------------------------ workers
-    async def join(self, rank: Optional[int], host: str) -> int:
-        """Admit a worker; returns its rank (``rank`` when given, else the
-        lowest free one)."""
+    async def join(self, rank: Optional[int], host: str, node: Optional[str] = None) -> int:
+        """Admit a worker (on Ray node ``node``); returns its rank (``rank``
+        when given, else the lowest free one)."""
         _ = self.cond
         live = {r for r in self.workers if r not in self.left and r not in self.dead}
         if rank is None:
@@ -128,9 +132,48 @@ class Coordinator:
         if rank in live:
             raise MXNetError(f"rank {rank} of job {self.job!r} is already taken by "
                              f"{self.workers[rank]['host']}")
-        self.workers[rank] = {"host": host, "beat": time.monotonic()}
+        self.workers[rank] = {"host": host, "beat": time.monotonic(), "node": node}
         self.left.pop(rank, None)
+        await self._notify()
         return rank
+
+    async def relay(self, node: str, timeouts: Any, aggregate: bool = True) -> Optional[tuple]:
+        """The relay of the job's workers on Ray node ``node`` (:mod:`.relay`)
+        and their ranks, once every worker has joined; ``None`` when fewer
+        than two run there, or host aggregation is off (the first worker to
+        ask decides, ``MXKV_HOST_AGGREGATION``, so all agree)."""
+        async with self.cond:
+            def everyone() -> bool:
+                if self.dead:
+                    rank, why = next(iter(self.dead.items()))
+                    raise DeadNodeError(f"worker rank {rank} died ({why}) before every "
+                                        f"worker of job {self.job!r} joined")
+                return len(self.workers) >= self.num_workers
+            await self.cond.wait_for(everyone)
+        if self.aggregate is None:
+            self.aggregate = bool(aggregate)
+        ranks = sorted(r for r, info in self.workers.items() if info.get("node") == node)
+        if not self.aggregate or len(ranks) < 2:
+            return None
+        relay = self.relays.get(node)
+        if relay is None:
+            # owned by this actor: it goes when the job's coordinator does
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            from .job import NAMESPACE, import_ray
+            from .relay import HostRelay, relay_name
+
+            ray = import_ray()
+            relay = self.relays[node] = ray.remote(HostRelay).options(
+                name=relay_name(self.job, node), namespace=NAMESPACE, num_cpus=0,
+                max_restarts=-1, max_task_retries=0, max_concurrency=64,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
+                self.job, self.num_servers, ranks, timeouts)
+        return relay, ranks
+
+    async def relay_handles(self) -> Dict[str, Any]:
+        """The relays made so far, by node."""
+        return dict(self.relays)
 
     async def heartbeat(self, rank: int) -> Dict[int, str]:
         """Record that ``rank`` is alive; returns the dead workers."""

@@ -11,6 +11,11 @@ Sequence numbers make delivery exactly-once: a push whose number is not
 new (re-sent after a lost answer or a shard restart) is recognised and
 dropped, and one from a worker's future waits until its predecessor is in.
 
+A push may also stand for a *group* of workers (a tuple of ranks): the sum
+of their pushes of one round, made on their host by a relay
+(:mod:`.relay`), so that one message crosses the network per host instead
+of one per worker. It counts as a push of every rank in the group.
+
 :class:`RoundBook` is the bookkeeping only (no arrays, no Ray): the shard
 actor asks it what to do with a push and waits on it for rounds.
 """
@@ -21,7 +26,17 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ...base import DeadNodeError
 
-__all__ = ["RoundBook"]
+__all__ = ["RoundBook", "ranks_of"]
+
+#: in a round's pending pushes, a rank whose push is part of a group's sum
+#: (kept under the group's lowest rank)
+_IN_GROUP = object()
+
+
+def ranks_of(rank: Any) -> Tuple[int, ...]:
+    """The ranks a push stands for: one rank, or a group's tuple of ranks."""
+    return tuple(sorted(int(r) for r in rank)) if isinstance(rank, (tuple, list)) \
+        else (int(rank),)
 
 
 class RoundBook:
@@ -106,33 +121,43 @@ class RoundBook:
                 return False
         return True
 
-    def accept(self, rank: int, name: Any, seq: int, payload: Any) -> Optional[str]:
-        """Record push ``seq`` of ``rank`` for part ``name``.
+    def accept(self, rank: Any, name: Any, seq: int, payload: Any) -> Optional[str]:
+        """Record push ``seq`` of ``rank`` (or of a group of ranks, a tuple:
+        ``payload`` is their sum, sync only) for part ``name``.
 
         Returns ``None`` for a duplicate (dropped), ``'apply'`` (async: apply
         it now), ``'pending'`` (sync: the round waits for others) or
         ``'complete'`` (sync: the round has every push; call :meth:`complete`).
         """
-        last = self.seen[name].get(rank, 0)
-        if seq <= last:
+        ranks = ranks_of(rank)
+        seen = self.seen[name]
+        # a group's ranks are seen together: any of them seen means all
+        if any(seq <= seen.get(r, 0) for r in ranks):
             return None
         if not self.sync:
-            self.seen[name][rank] = seq
+            if len(ranks) > 1:
+                raise ValueError("dist_async applies each worker's push alone: a group's "
+                                 "sum cannot be accepted")
+            seen[ranks[0]] = seq
             self.rounds[name] += 1
             return "apply"
         if seq <= self.rounds[name]:
             return None
-        self.seen[name][rank] = seq
-        self.pending[name][rank] = payload
-        if len(self.pending[name]) >= self.num_workers:
+        pend = self.pending[name]
+        for r in ranks:
+            seen[r] = seq
+            pend[r] = _IN_GROUP
+        pend[ranks[0]] = payload
+        if len(pend) >= self.num_workers:
             return "complete"
         return "pending"
 
     def contributions(self, name: Any) -> List[Any]:
-        """The pending pushes of a complete round, in rank order (a fixed
-        summation order, so a replayed round gives the same bits)."""
+        """The pending pushes of a complete round, in rank order (a group's
+        sum at its first rank): a fixed summation order, so a replayed round
+        gives the same bits."""
         pend = self.pending[name]
-        return [pend[w] for w in sorted(pend)]
+        return [pend[w] for w in sorted(pend) if pend[w] is not _IN_GROUP]
 
     def complete(self, name: Any) -> None:
         """Close part ``name``'s current round: its pending pushes are applied."""

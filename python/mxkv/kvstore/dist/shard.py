@@ -390,10 +390,12 @@ class ServerShard:
         await self._check(incarnation, names)
         await self.book.wait(lambda: self.book.pull_ready(-1, [(n, 0) for n in names]))
 
-    async def push(self, incarnation: str, rank: int, items: Sequence[Tuple[Any, int]],
+    async def push(self, incarnation: str, rank: Any, items: Sequence[Tuple[Any, int]],
                    payloads: Sequence[Any]) -> List[int]:
         """Accept push ``seq`` of ``rank`` for each (part, seq); returns the
-        parts' durable rounds (pushes up to them need not be kept)."""
+        parts' durable rounds (pushes up to them need not be kept). ``rank``
+        may be a tuple of ranks: a host's relay (:mod:`.relay`) sending the
+        sum of those workers' pushes (``dist_sync``)."""
         names = [n for n, _ in items]
         await self._check(incarnation, names)
         from_shm = isinstance(payloads, ShmBatch)

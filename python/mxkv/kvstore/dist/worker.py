@@ -76,7 +76,8 @@ class DistKVStore(KVStore):
         self._ray = ray
         self._coord = ray.get_actor(coordinator_name(self._job.job), namespace=NAMESPACE)
         t = self._job.timeouts
-        self._rank = ray.get(self._coord.join.remote(self._job.rank, host_label()),
+        self._node = node_id(ray) if enabled() else None
+        self._rank = ray.get(self._coord.join.remote(self._job.rank, host_label(), self._node),
                              timeout=t.fail)
         mode = "sync" if self._sync else "async"
         job_mode = ray.get(self._coord.set_mode.remote(mode), timeout=t.fail)
@@ -86,8 +87,10 @@ class DistKVStore(KVStore):
         names = self._names = {}
         self._chan = Channel(ray, self._job.job, self._job.num_servers, self._rank, t,
                              describe=lambda name: key_name(names.get(name, name)))
-        # the same-host data path (shm.py): push segments per shard, pull mappings
-        self._node = node_id(ray) if enabled() else None
+        # the same-host data path (shm.py): push segments per shard, pull
+        # mappings; pushes to shards on other hosts through this host's relay
+        # (relay.py), decided at the first push (None: not yet)
+        self._relayed: Optional[bool] = None
         self._pools: Dict[int, PushPool] = {}
         self._reader = Reader()
         self._chan.relocate = self._relocate
@@ -171,6 +174,32 @@ class DistKVStore(KVStore):
         return self._node is not None and self._chan.nodes[shard] == self._node \
             and self._sender is None
 
+    def _via_relay(self, shard: int) -> bool:
+        """Whether dense pushes to ``shard`` go through this host's relay
+        (:mod:`.relay`): the shard is on another node and this node runs
+        other workers of the job too (``dist_sync``, no P3). Asked of the
+        coordinator at the first push (it waits until every worker joined)."""
+        with self._lock:
+            if self._relayed is None:
+                self._relayed = self._find_relay()
+        return self._relayed and self._chan.nodes[shard] != self._node
+
+    def _find_relay(self) -> bool:
+        """Ask the coordinator for this host's relay; set it on the channel."""
+        if not (self._sync and self._sender is None and self._node is not None
+                and any(n != self._node for n in self._chan.nodes)):
+            return False
+        t = self._job.timeouts
+        aggregate = bool(env("MXKV_HOST_AGGREGATION", 1, int, minimum=0))
+        relay = self._ray.get(self._coord.relay.remote(self._node, t, aggregate),
+                              timeout=t.fail)
+        if relay is None:
+            return False
+        self._chan.relay, self._chan.relay_ranks = relay[0], tuple(relay[1])
+        self._chan.relay_incarnation = self._ray.get(relay[0].hello.remote(),
+                                                     timeout=t.fail)["incarnation"]
+        return True
+
     def _pool(self, shard: int) -> PushPool:
         pool = self._pools.get(shard)
         if pool is None:
@@ -214,7 +243,7 @@ class DistKVStore(KVStore):
 
     def _relocate(self, msg: Message) -> None:
         """A kept push whose shard moved to another node: into the object store."""
-        if isinstance(msg.ref, ShmBatch) and not self._fast(msg.shard):
+        if isinstance(msg.ref, ShmBatch) and not msg.relayed and not self._fast(msg.shard):
             views = Reader(limit=1).views(msg.ref)
             msg.ref = self._ray.put([np.array(v) for v in views])
             if msg.release is not None:
@@ -365,11 +394,12 @@ class DistKVStore(KVStore):
             for part, payload in self._payloads(k, merged, True):
                 entries.append((part, seq, payload))
         for shard, (items, payloads) in self._by_shard(entries).items():
-            arrays = as_arrays(payloads) if self._fast(shard) else None
+            relayed = self._via_relay(shard)
+            arrays = as_arrays(payloads) if relayed or self._fast(shard) else None
             batch = self._pack(shard, arrays) if arrays is not None else None
             if batch is not None:
                 batch, release = batch
-                msg = Message("push", shard, items, batch, release=release)
+                msg = Message("push", shard, items, batch, release=release, relayed=relayed)
             else:
                 msg = Message("push", shard, items, self._ray.put(payloads))
             if self._sender is not None:

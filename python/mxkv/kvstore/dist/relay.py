@@ -1,0 +1,186 @@
+"""One aggregation per host: a relay sums its host's pushes for a remote shard.
+
+Without it, W workers on one host each send their push of a round to a
+shard on another host: W copies of the gradient cross the network. With a
+relay (one Ray actor on each host that runs two or more of the job's
+workers), those workers hand their pushes for remote shards to the relay
+through shared memory (the same push segments a same-host shard reads,
+:mod:`.shm`); once every worker of the host has pushed a part's round, the
+relay sums them (in rank order) and sends the shard one push that stands
+for all of them (a tuple of ranks, :meth:`.rounds.RoundBook.accept`). One
+copy per host crosses the network, and the shard sums one value per host.
+Pulls need no relay: a shard answers every worker of a round with the same
+object-store snapshot, which Ray moves to a host once and its workers read
+there.
+
+Used for ``dist_sync`` (and ``dist_device_sync``) dense pushes without P3;
+``dist_async`` applies each push alone, and compressed or row-sparse
+payloads, P3's slices and shards on the workers' own host go as before.
+
+Exactly once, across restarts of either side:
+
+* a worker keeps what it sent the relay until the *shard* reports it
+  durable (the relay answers with the durable rounds it has heard of, and
+  pulls tell the worker directly), and re-sends it when the relay restarts;
+* the relay keeps what it sent a shard until durable too (its own
+  :class:`~.channel.Channel`, whose rank is the group), and re-sends it when
+  the shard restarts; a worker that saw the restart first passes the
+  shard's new incarnation along and the relay resyncs then;
+* a part's round the relay has sent, or that the shard has completed (asked
+  when the relay first sees the part: a restarted relay knows nothing), is
+  dropped when it comes again, and the shard drops a group's push whose
+  ranks it has seen.
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any, Dict, List, Sequence, Set, Tuple
+
+import numpy as np
+
+from ...ndarray._util import empty_aligned
+from .channel import Call, Channel, Message
+from .job import Timeouts, import_ray
+from .shard import ShardRestarted
+from .shm import Reader, ShmBatch, node_id
+
+__all__ = ["HostRelay", "relay_name"]
+
+
+def relay_name(job: str, node: str) -> str:
+    """The Ray name of job ``job``'s relay on node ``node``."""
+    return f"mxkv:{job}:relay:{node[:12]}"
+
+
+class _Part:
+    """What the relay knows of one part: rounds sent on (all up to ``floor``,
+    and ``sent`` beyond it) and rounds being gathered (seq -> rank -> array)."""
+
+    __slots__ = ("floor", "sent", "pending")
+
+    def __init__(self, floor: int) -> None:
+        self.floor = floor
+        self.sent: Set[int] = set()
+        self.pending: Dict[int, Dict[int, np.ndarray]] = {}
+
+    def done(self, seq: int) -> bool:
+        return seq <= self.floor or seq in self.sent
+
+    def mark_sent(self, seq: int) -> None:
+        self.sent.add(seq)
+        while self.floor + 1 in self.sent:
+            self.floor += 1
+            self.sent.discard(self.floor)
+
+
+class HostRelay:
+    """A job's relay on one host (used as a threaded Ray actor, pinned to its
+    node; made by the coordinator, :meth:`.coordinator.Coordinator.relay`).
+
+    Parameters
+    ----------
+    job : str
+    num_shards : int
+    ranks : sequence of int
+        The job's workers on this host: a round of a part is sent on once
+        each of them has pushed it.
+    timeouts : Timeouts
+    """
+
+    def __init__(self, job: str, num_shards: int, ranks: Sequence[int],
+                 timeouts: Timeouts) -> None:
+        self.ray = import_ray()
+        self.job = job
+        self.ranks = tuple(sorted(int(r) for r in ranks))
+        self.incarnation = uuid.uuid4().hex
+        self.node = node_id(self.ray)
+        self.chan = Channel(self.ray, job, num_shards, self.ranks, timeouts)
+        self.reader = Reader()
+        self.lock = threading.Lock()
+        self.parts: Dict[Any, _Part] = {}
+        self.buffers: Dict[Any, List[np.ndarray]] = {}   # free sum buffers, per part
+        self.received = 0
+        self.sent = 0
+
+    def hello(self) -> dict:
+        """The incarnation and node (a worker resyncs when the incarnation changes)."""
+        return {"incarnation": self.incarnation, "node": self.node, "ranks": self.ranks}
+
+    def push(self, incarnation: str, rank: int, shard: int, shard_incarnation: str,
+             items: Sequence[Tuple[Any, int]], payloads: Any) -> List[int]:
+        """Take worker ``rank``'s push of (part, seq) ``items`` for ``shard``;
+        sends on the rounds it completes. Returns the parts' durable rounds
+        as far as the relay has heard (as a shard's push does)."""
+        if incarnation != self.incarnation:
+            raise ShardRestarted(self.incarnation, {})
+        if shard_incarnation != self.chan.incarnation[shard]:
+            self.chan.resync(shard)    # the worker saw the shard restart first
+        views = self.reader.views(payloads) if isinstance(payloads, ShmBatch) else payloads
+        names = [n for n, _ in items]
+        # a big key's parts on different shards share its name
+        unknown = [n for n in names if (shard, n) not in self.parts]
+        if unknown:   # first sight (or a restarted relay): what the shard has completed
+            rounds = self.chan.call([Call(shard, lambda _inc: self.chan.shards[shard].hello
+                                          .remote(unknown), "relay")], "relay")[0]["rounds"]
+        complete = []
+        with self.lock:
+            self.received += 1
+            for name in unknown:
+                if (shard, name) not in self.parts:
+                    self.parts[(shard, name)] = _Part(max(0, rounds.get(name, 0)))
+            for (name, seq), arr in zip(items, views):
+                part = self.parts[(shard, name)]
+                if part.done(seq):
+                    continue          # sent on already: a re-sent push
+                got = part.pending.setdefault(seq, {})
+                got[int(rank)] = arr
+                if len(got) == len(self.ranks):
+                    del part.pending[seq]
+                    complete.append((name, seq, [got[r] for r in self.ranks]))
+        if complete:
+            self._send(shard, complete)
+        self.chan.reap()
+        return [self.chan.durable.get((shard, n), -1) for n in names]
+
+    def _send(self, shard: int, complete: List[Tuple[Any, int, List[np.ndarray]]]) -> None:
+        """Sum each complete round (rank order) and send them to ``shard`` as one push."""
+        sums = []
+        for name, _seq, arrs in complete:
+            with self.lock:
+                free = self.buffers.get((shard, name))
+                buf = free.pop() if free else None
+            if buf is None or buf.shape != arrs[0].shape or buf.dtype != arrs[0].dtype:
+                buf = empty_aligned(arrs[0].shape, arrs[0].dtype)
+            if len(arrs) == 1:
+                np.copyto(buf, arrs[0])
+            else:
+                np.add(arrs[0], arrs[1], out=buf)
+            for a in arrs[2:]:
+                np.add(buf, a, out=buf)
+            sums.append(buf)
+        ref = self.ray.put(sums)   # (a copy: the buffers are used again)
+        with self.lock:
+            for (name, seq, _), buf in zip(complete, sums):
+                self.buffers.setdefault((shard, name), []).append(buf)
+                self.parts[(shard, name)].mark_sent(seq)
+            self.sent += 1
+        self.chan.send(Message("push", shard, [(n, s) for n, s, _ in complete], ref), "push")
+
+    def stalled(self) -> List[Tuple[int, Any, int, List[int]]]:
+        """Rounds being gathered here: (shard, part, round, ranks of this host missing)."""
+        with self.lock:
+            return [(shard, name, seq, [r for r in self.ranks if r not in got])
+                    for (shard, name), part in self.parts.items()
+                    for seq, got in part.pending.items()]
+
+    def stats(self) -> dict:
+        """Messages received from the host's workers and sent to shards, and where."""
+        return {"incarnation": self.incarnation, "node": self.node, "ranks": self.ranks,
+                "received": self.received, "sent": self.sent}
+
+    def flush(self) -> Dict[Tuple[int, Any], int]:
+        """Wait for every push sent to the shards; returns the durable rounds
+        known, by (shard, part)."""
+        self.chan.reap(block=True)
+        return dict(self.chan.durable)

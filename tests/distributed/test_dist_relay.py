@@ -1,0 +1,217 @@
+"""One aggregation per host (relay.py), on a Ray cluster of two nodes on
+loopback: two workers on the head node, the shard on the other node. The
+head's relay sums the two workers' pushes, so the shard receives one push
+per round standing for both ranks; results equal a local store's. Killing
+the relay mid-run (Ray restarts it) changes no value; with
+``MXKV_HOST_AGGREGATION=0`` each worker pushes to the shard itself."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import dist_waits
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray", reason="the dist tests need Ray: pip install 'mxkv[dist]'")
+
+from conftest import TestWorker  # noqa: E402  (a worker process: a fresh store, fn)
+
+import mxkv as mx  # noqa: E402
+from mxkv.kvstore.dist.cluster import create_job  # noqa: E402
+from mxkv.kvstore.dist.job import Timeouts  # noqa: E402
+
+# a big key (split in parts over both shards) and small ones
+SHAPES = [(1100, 1000), (30, 10), (7,)]
+ROUNDS = 6
+FAST = Timeouts(stall=30.0, fail=120.0, heartbeat=0.5, dead=30.0)
+
+
+def value(rank, i, shape):
+    return np.full(shape, (rank + 1.0) * ((i % 3) + 1.0), np.float32)
+
+
+def train(kv, mx, pause):
+    """SGD with momentum on the servers; before round ``pause`` (if any),
+    wait for the test's go file."""
+    keys = list(range(len(SHAPES)))
+    kv.init(keys, [mx.nd.array(np.full(s, 1.0, np.float32)) for s in SHAPES])
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.01, momentum=0.9))
+    outs = [mx.nd.zeros(s) for s in SHAPES]
+    for i in range(ROUNDS):
+        if pause is not None and i == pause[0]:
+            open(pause[1] + f".{kv.rank}", "w").close()
+            dist_waits.wait_for_file(pause[2], "the test's go")
+        kv.push(keys, [mx.nd.array(value(kv.rank, i, s)) for s in SHAPES])
+        kv.pull(keys, out=outs)
+    return [o.asnumpy() for o in outs]
+
+
+def expected():
+    local = mx.kv.create("local")
+    keys = list(range(len(SHAPES)))
+    local.init(keys, [mx.nd.array(np.full(s, 1.0, np.float32)) for s in SHAPES])
+    local.set_optimizer(mx.optimizer.SGD(learning_rate=0.01, momentum=0.9))
+    for i in range(ROUNDS):
+        local.push(keys, [[mx.nd.array(value(r, i, s)) for r in range(2)] for s in SHAPES])
+    outs = [mx.nd.zeros(s) for s in SHAPES]
+    local.pull(keys, out=outs)
+    return [o.asnumpy() for o in outs]
+
+
+@pytest.fixture(scope="module")
+def two_nodes():
+    from ray.cluster_utils import Cluster
+
+    temp = tempfile.mkdtemp(prefix="mxkv-ray-")
+    old = os.environ.get("RAY_TMPDIR")
+    os.environ["RAY_TMPDIR"] = temp
+    cluster = None
+    try:
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 1, "object_store_memory": 200 * 1024 * 1024})
+        other = cluster.add_node(num_cpus=1, object_store_memory=200 * 1024 * 1024)
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, namespace="mxkv", log_to_driver=False,
+                 configure_logging=False)
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        yield ray.get_runtime_context().get_node_id(), other.node_id
+    finally:
+        ray.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
+        if old is None:
+            os.environ.pop("RAY_TMPDIR", None)
+        else:
+            os.environ["RAY_TMPDIR"] = old
+        for _ in range(3):   # Ray's last processes may still be writing logs
+            shutil.rmtree(temp, ignore_errors=True)
+            time.sleep(0.2)
+
+
+def run_job(nodes, name, extra_env=None, pause=None, during=None):
+    """Two workers on the head node, two shards on the other; returns the
+    workers' results, the shards' stats and the relays' stats."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    head, other = nodes
+    job = create_job(2, 2, name=f"{name}-{os.getpid()}", timeouts=FAST, shard_options={
+        "scheduling_strategy": NodeAffinitySchedulingStrategy(other, soft=False)})
+    try:
+        assert job.shard_nodes() == [other, other]
+        workers = [ray.remote(TestWorker).options(
+            num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(head, soft=False)
+        ).remote() for _ in range(2)]
+        refs = [w.run.remote({**job.environ(rank=r), **(extra_env or {})}, "dist_sync", train,
+                             (pause,)) for r, w in enumerate(workers)]
+        if during is not None:
+            during(job, refs)
+        results = ray.get(refs, timeout=240)
+        shards = ray.get([s.stats.remote() for s in job.shards], timeout=60)
+        relays = ray.get(job.coordinator.relay_handles.remote(), timeout=60)
+        relay_stats = {node: ray.get(r.stats.remote(), timeout=60)
+                       for node, r in relays.items()}
+    finally:
+        job.close()
+    return results, shards, relay_stats
+
+
+def check_values(results):
+    want = expected()
+    for rank in range(2):
+        for got, w in zip(results[rank], want):
+            np.testing.assert_allclose(got, w, rtol=1e-6)
+
+
+def test_the_hosts_relay_sends_the_shard_one_push_per_round(two_nodes):
+    results, shards, relays = run_job(two_nodes, "relay")
+    check_values(results)
+    head, _ = two_nodes
+    assert list(relays) == [head]
+    stats = relays[head]
+    assert stats["node"] == head and tuple(stats["ranks"]) == (0, 1)
+    # per round, one message from each worker per shard in, one per shard out
+    assert stats["received"] == 2 * 2 * ROUNDS, stats
+    assert stats["sent"] == 2 * ROUNDS, stats
+    arrivals = [a for s in shards for a in s["arrivals"]]
+    # every push a shard took stood for both ranks: 4 parts (the big key's
+    # 2 and the 2 small keys), once per round
+    assert {tuple(r) if isinstance(r, (list, tuple)) else r for r, _ in arrivals} == {(0, 1)}
+    assert len(arrivals) == 4 * ROUNDS
+
+
+def test_without_host_aggregation_each_worker_pushes_to_the_shard(two_nodes):
+    results, shards, relays = run_job(two_nodes, "norelay", {"MXKV_HOST_AGGREGATION": "0"})
+    check_values(results)
+    assert relays == {}
+    arrivals = [a for s in shards for a in s["arrivals"]]
+    assert sorted({r for r, _ in arrivals}) == [0, 1]
+    assert len(arrivals) == 2 * 4 * ROUNDS
+
+
+def test_a_relay_killed_mid_run_changes_no_value(two_nodes, tmp_path):
+    halfway, go = str(tmp_path / "halfway"), str(tmp_path / "go")
+    killed = []
+
+    def kill_relay(job, refs):
+        deadline = time.monotonic() + 120
+        while not all(os.path.exists(f"{halfway}.{r}") for r in range(2)):
+            assert time.monotonic() < deadline, ray.get(refs, timeout=1)
+            time.sleep(0.05)
+        relays = ray.get(job.coordinator.relay_handles.remote(), timeout=60)
+        (relay,) = relays.values()
+        before = ray.get(relay.stats.remote(), timeout=60)
+        ray.kill(relay, no_restart=False)      # Ray restarts it, empty
+        killed.append(before)
+        open(go, "w").close()
+
+    results, shards, relays = run_job(two_nodes, "relaykill", pause=(ROUNDS // 2, halfway, go),
+                                      during=kill_relay)
+    check_values(results)
+    (after,) = relays.values()
+    assert killed and after["incarnation"] != killed[0]["incarnation"]
+    assert killed[0]["sent"] == 2 * (ROUNDS // 2)
+    # the new relay took the rest of the rounds (and any re-sent push again)
+    assert after["sent"] >= 2 * (ROUNDS - ROUNDS // 2), after
+    final = {n: r for s in shards for n, r in s["rounds"].items()}
+    assert set(final.values()) == {ROUNDS}, final
+
+
+def half_pushed(kv, mx, flag):
+    """Rank 0 pushes and waits for rank 1's report; rank 1 reports what the
+    round waits for (rank 1 itself, at the relay), then pushes."""
+    kv.init("w", mx.nd.zeros((4,)))
+    out = mx.nd.zeros((4,))
+    kv._barrier()
+    if kv.rank == 0:
+        kv.push("w", mx.nd.ones((4,)))
+        kv.pull("w", out=out)
+        return float(out.asnumpy()[0])
+    relay = kv._chan.relay if kv._via_relay(0) else None
+    dist_waits.wait_until(lambda: ray.get(relay.stalled.remote()), "rank 0's push at the relay")
+    report = kv._chan.stall_report()
+    kv.push("w", mx.nd.ones((4,)))
+    kv.pull("w", out=out)
+    return report
+
+
+def test_a_stall_report_names_the_rank_the_hosts_relay_waits_for(two_nodes):
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    head, other = two_nodes
+    job = create_job(2, 1, name=f"relaystall-{os.getpid()}", timeouts=FAST, shard_options={
+        "scheduling_strategy": NodeAffinitySchedulingStrategy(other, soft=False)})
+    try:
+        workers = [ray.remote(TestWorker).options(
+            num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(head, soft=False)
+        ).remote() for _ in range(2)]
+        value, report = ray.get([w.run.remote(job.environ(rank=r), "dist_sync", half_pushed,
+                                              (None,)) for r, w in enumerate(workers)],
+                                timeout=120)
+    finally:
+        job.close()
+    assert value == 2.0
+    assert report == "rank 1 has not pushed keys 'w' (round 1)", report
