@@ -50,13 +50,14 @@ def train(kv, mx, pause):
     return [o.asnumpy() for o in outs]
 
 
-def expected():
+def expected(workers=2):
     local = mx.kv.create("local")
     keys = list(range(len(SHAPES)))
     local.init(keys, [mx.nd.array(np.full(s, 1.0, np.float32)) for s in SHAPES])
     local.set_optimizer(mx.optimizer.SGD(learning_rate=0.01, momentum=0.9))
     for i in range(ROUNDS):
-        local.push(keys, [[mx.nd.array(value(r, i, s)) for r in range(2)] for s in SHAPES])
+        local.push(keys, [[mx.nd.array(value(r, i, s)) for r in range(workers)]
+                          for s in SHAPES])
     outs = [mx.nd.zeros(s) for s in SHAPES]
     local.pull(keys, out=outs)
     return [o.asnumpy() for o in outs]
@@ -92,19 +93,25 @@ def two_nodes():
             time.sleep(0.2)
 
 
-def run_job(nodes, name, extra_env=None, pause=None, during=None):
-    """Two workers on the head node, two shards on the other; returns the
+def run_job(nodes, name, extra_env=None, pause=None, during=None, worker_nodes=None,
+            spread=False):
+    """Workers on ``worker_nodes`` (default: two on the head node), two
+    shards on the other node (``spread``: one on each); returns the
     workers' results, the shards' stats and the relays' stats."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     head, other = nodes
-    job = create_job(2, 2, name=f"{name}-{os.getpid()}", timeouts=FAST, shard_options={
-        "scheduling_strategy": NodeAffinitySchedulingStrategy(other, soft=False)})
+    worker_nodes = worker_nodes or [head, head]
+    placed = {} if spread else {"shard_options": {
+        "scheduling_strategy": NodeAffinitySchedulingStrategy(other, soft=False)}}
+    job = create_job(len(worker_nodes), 2, name=f"{name}-{os.getpid()}", timeouts=FAST,
+                     **placed)
     try:
-        assert job.shard_nodes() == [other, other]
+        want = sorted([head, other]) if spread else [other, other]
+        assert sorted(job.shard_nodes()) == want
         workers = [ray.remote(TestWorker).options(
-            num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(head, soft=False)
-        ).remote() for _ in range(2)]
+            num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
+        ).remote() for node in worker_nodes]
         refs = [w.run.remote({**job.environ(rank=r), **(extra_env or {})}, "dist_sync", train,
                              (pause,)) for r, w in enumerate(workers)]
         if during is not None:
@@ -120,8 +127,8 @@ def run_job(nodes, name, extra_env=None, pause=None, during=None):
 
 
 def check_values(results):
-    want = expected()
-    for rank in range(2):
+    want = expected(len(results))
+    for rank in range(len(results)):
         for got, w in zip(results[rank], want):
             np.testing.assert_allclose(got, w, rtol=1e-6)
 
@@ -150,6 +157,22 @@ def test_without_host_aggregation_each_worker_pushes_to_the_shard(two_nodes):
     arrivals = [a for s in shards for a in s["arrivals"]]
     assert sorted({r for r, _ in arrivals}) == [0, 1]
     assert len(arrivals) == 2 * 4 * ROUNDS
+
+
+def test_a_host_with_one_worker_pushes_itself_beside_a_relay(two_nodes):
+    # ranks 0 and 1 on the head, rank 2 on the other node, a shard on each
+    head, other = two_nodes
+    results, shards, relays = run_job(two_nodes, "mixed", worker_nodes=[head, head, other],
+                                      spread=True)
+    check_values(results)
+    assert list(relays) == [head]                 # one worker on the other node: no relay
+
+    def senders(stats):
+        return sorted({tuple(r) if isinstance(r, (list, tuple)) else (r,)
+                       for r, _ in stats["arrivals"]})
+    by_node = {s["node"]: s for s in shards}
+    assert senders(by_node[other]) == [(0, 1), (2,)]     # the head's relay, and rank 2
+    assert senders(by_node[head]) == [(0,), (1,), (2,)]  # same node: each by shared memory
 
 
 def test_a_relay_killed_mid_run_changes_no_value(two_nodes, tmp_path):
