@@ -11,6 +11,11 @@ first imports); the repository holds no copy::
 Each case runs through ``as_mxnet.py`` (``import mxnet`` gives mxkv). The
 gluon cases are not run: mxkv has no gluon. Prints one line per case (pass
 or fail, seconds) and exits 0 only when every case passed.
+
+``--two-nodes`` runs every case on a Ray cluster of two nodes on this
+machine (``ray.cluster_utils.Cluster``): the workers on the head node, one
+shard on each node, so the pushes to the other node's shard go through the
+head's relay (one aggregation per host) and Ray's object transfer.
 """
 from __future__ import annotations
 
@@ -35,11 +40,13 @@ CASES = [
 ]
 
 
-def run_case(nightly: Path, script: str, extra: list, timeout: float) -> tuple:
+def run_case(nightly: Path, script: str, extra: list, timeout: float,
+             address: str = "") -> tuple:
     call = []
     if extra[:1] == ["--call"]:
         call, extra = extra[:2], extra[2:]
-    cmd = [sys.executable, "-m", "mxkv.cli", "launch", "-n", "2", "-s", "2",
+    attach = ["--ray-address", address] if address else []
+    cmd = [sys.executable, "-m", "mxkv.cli", "launch", "-n", "2", "-s", "2", *attach,
            "--env", "MXKV_SIMULATE_GPUS=2", "--", sys.executable, str(HERE / "as_mxnet.py"),
            *call, str(nightly / script), *extra]
     env = {k: v for k, v in os.environ.items() if k not in ("MXKV_RAY_ADDRESS", "RAY_ADDRESS")}
@@ -59,12 +66,30 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--only", default="", help="run the cases whose name contains this")
     ap.add_argument("--log-dir", type=Path, default=None, help="keep each case's output here")
+    ap.add_argument("--two-nodes", action="store_true",
+                    help="on a two-node Ray cluster on loopback (a shard on each node)")
     args = ap.parse_args(argv)
+    cluster = None
+    if args.two_nodes:
+        from ray.cluster_utils import Cluster
+
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 2, "object_store_memory": 500 << 20})
+        cluster.add_node(num_cpus=2, object_store_memory=500 << 20)
+        cluster.wait_for_nodes()
+    try:
+        return run_all(args, cluster.address if cluster else "")
+    finally:
+        if cluster is not None:
+            cluster.shutdown()
+
+
+def run_all(args: argparse.Namespace, address: str) -> int:
     failed = 0
     for name, script, extra in CASES:
         if args.only not in name:
             continue
-        rc, secs, out = run_case(args.nightly.resolve(), script, extra, args.timeout)
+        rc, secs, out = run_case(args.nightly.resolve(), script, extra, args.timeout, address)
         ok = rc == 0
         failed += not ok
         print(f"{'pass' if ok else 'FAIL'}  {secs:7.1f} s  {name}"
