@@ -205,6 +205,17 @@ def test_sigterm_is_forwarded_and_the_launcher_leaves_nothing(launcher):
     _assert_nothing_left(launch, workers[0][1])
 
 
+def test_sigterm_ends_workers_without_ray_stack_dumps(launcher):
+    # workers with no handler of their own: SIGTERM ends them, and Ray's
+    # failure signal handler (off for the launcher's workers) prints nothing
+    launch = launcher()
+    workers = launch.ready()
+    launch.proc.send_signal(signal.SIGTERM)
+    assert launch.end() == 128 + signal.SIGTERM, launch.text()
+    assert "SIGTERM received" not in launch.text(), launch.text()
+    _assert_nothing_left(launch, workers[0][1])
+
+
 def test_a_second_sigint_kills_at_once_and_leaves_nothing(launcher):
     launch = launcher({"ON_TERM": "ignore"})   # the workers ignore the first
     workers = launch.ready()

@@ -246,6 +246,12 @@ def _start_processes(args: argparse.Namespace, job: Any, sup: Supervisor,
                **_env_pairs(args.env_server, "--env-server"), "DMLC_SERVER_ID": str(i)}
         sup.procs.append(("server", i, spawn(["bash", "-c", args.server_cmd], env,
                                              f"[server {i}] ")))
+    # A worker without a SIGTERM handler of its own is ended by the
+    # launcher's SIGTERM (forwarded, or after a dead peer): Ray's C++ failure
+    # signal handler would print a stack dump for it, every time. Workers run
+    # without it (override with --env-worker RAY_DISABLE_FAILURE_SIGNAL_HANDLER=0),
+    # and with Python's faulthandler, so a real crash still prints where.
+    base = {**base, "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1", "PYTHONFAULTHANDLER": "1"}
     for rank in range(args.num_workers):
         env = {**base, **job.environ(role="worker", rank=rank), **common,
                **_env_pairs(args.env_worker, "--env-worker"), "DMLC_TASK_ID": str(rank)}
