@@ -203,6 +203,30 @@ def test_a_relay_killed_mid_run_changes_no_value(two_nodes, tmp_path):
     assert set(final.values()) == {ROUNDS}, final
 
 
+def test_a_shard_killed_mid_run_behind_a_relay_changes_no_value(two_nodes, tmp_path):
+    # the shard restarts from its checkpoint; the relay re-sends the rounds
+    # it sent that the checkpoint lacks, and the workers' re-sends to the
+    # relay (their pulls saw the restart) are dropped there
+    halfway, go = str(tmp_path / "halfway"), str(tmp_path / "go")
+    before = []
+
+    def kill_shard(job, refs):
+        dist_waits.wait_until(lambda: all(os.path.exists(f"{halfway}.{r}") for r in range(2)),
+                              "both workers halfway")
+        before.append(ray.get(job.shards[0].stats.remote(), timeout=60))
+        ray.kill(job.shards[0], no_restart=False)      # Ray restarts it
+        open(go, "w").close()
+
+    results, shards, relays = run_job(two_nodes, "shardkill", pause=(ROUNDS // 2, halfway, go),
+                                      during=kill_shard)
+    check_values(results)
+    assert shards[0]["incarnation"] != before[0]["incarnation"] and shards[0]["restored"]
+    final = {n: r for s in shards for n, r in s["rounds"].items()}
+    assert set(final.values()) == {ROUNDS}, final
+    (relay,) = relays.values()
+    assert relay["sent"] >= 2 * ROUNDS, relay
+
+
 def half_pushed(kv, mx, flag):
     """Rank 0 pushes and waits for rank 1's report; rank 1 reports what the
     round waits for (rank 1 itself, at the relay), then pushes."""
