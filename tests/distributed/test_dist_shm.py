@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 
+import mxkv as mx
 from mxkv.kvstore.dist.shm import HEADER, Publisher, PushPool, Reader, layout
 
 SPLIT = {"MXNET_KVSTORE_BIGARRAY_BOUND": "100"}
@@ -243,3 +244,65 @@ def test_an_init_waits_for_those_in_flight_only_when_it_would_pass_the_bound(job
     (waits, value), = jobs.run(job, bounded_inits, env={"MXKV_KEEP_BYTES": "50000"})
     assert waits == [2, 4], waits     # (indexes into: big, small, next, push)
     assert value == 1.0
+
+
+def sums_then_sgd(kv, mx):
+    """Three rounds of plain sums, then three with SGD on the servers; the
+    shard's counters after each half."""
+    import ray
+    shape = (64, 1024)
+    kv.init("w", mx.nd.zeros(shape))
+    grad, out = mx.nd.ones(shape) * (kv.rank + 1), mx.nd.zeros(shape)
+    seen = []
+    for i in range(6):
+        if i == 3:
+            kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.5))
+        kv.push("w", grad)
+        kv.pull("w", out=out)
+        if i in (2, 5):
+            kv._barrier()
+            seen.append(ray.get(kv._chan.shards[0].stats.remote()))
+            kv._barrier()
+    return seen, out.asnumpy()
+
+
+def test_sums_are_written_into_the_pull_segment_and_an_updater_gets_its_own_copy(jobs):
+    # without an updater each round is summed straight into a pull segment,
+    # which holds the stored value (the pull copies nothing on the shard);
+    # an optimizer set later writes in place, so the value moves out first
+    job = jobs.job(2, 1)
+    (seen, got), (_, got1) = jobs.run(job, sums_then_sgd)
+    plain, sgd = seen
+    assert plain["sums_published"] == 3 and plain["publish_copies"] == 0, plain
+    assert plain["in_segments"] == 1
+    assert sgd["sums_published"] == 3 and sgd["in_segments"] == 0, sgd
+    local = mx.kv.create("local")
+    local.init("w", mx.nd.zeros((64, 1024)))
+    for i in range(6):
+        if i == 3:
+            local.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.5))
+        local.push("w", [mx.nd.ones((64, 1024)), mx.nd.ones((64, 1024)) * 2])
+    want = mx.nd.zeros((64, 1024))
+    local.pull("w", out=want)
+    np.testing.assert_array_equal(got, want.asnumpy())
+    np.testing.assert_array_equal(got1, want.asnumpy())
+
+
+def two_batches(kv, mx):
+    kv.init(["a", "b"], [mx.nd.zeros((300, 100)), mx.nd.zeros((200, 100))])
+    got = []
+    for i in range(5):
+        for k, shape in (("a", (300, 100)), ("b", (200, 100))):
+            kv.push(k, mx.nd.ones(shape) * (kv.rank + 1) * (i + 1))
+            out = mx.nd.zeros(shape)
+            kv.pull(k, out=out)
+            got.append((float(out.asnumpy().min()), float(out.asnumpy().max())))
+    return got
+
+
+def test_summed_values_outlive_their_pull_segments_being_dropped(jobs):
+    # MXKV_SHM_PUBLISH_BYTES=1: each publication drops the other key's pull
+    # segments, though they hold that key's stored value (it stays mapped)
+    job = jobs.job(2, 1, shard_env={"MXKV_SHM_PUBLISH_BYTES": "1"})
+    for got in jobs.run(job, two_batches):
+        assert got == [(3.0 * (i + 1),) * 2 for i in range(5) for _ in range(2)], got

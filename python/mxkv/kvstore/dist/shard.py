@@ -168,6 +168,12 @@ class ServerShard:
         self.publisher = Publisher(self.data_dir, f"shard{self.index}-{self.incarnation[:8]}",
                                    env("MXKV_SHM_PUBLISH_BYTES", 4 << 30, int, minimum=1))
         self._pinned: List[str] = []   # pull segments the next checkpoint reads
+        # dist_sync sums without an updater are written straight into a pull
+        # segment, which then holds the stored values (no copy to publish):
+        # names -> (their rounds, the batch); part -> the names it went with
+        self._summed: Dict[tuple, Tuple[tuple, ShmBatch]] = {}
+        self._backing: Dict[Any, tuple] = {}
+        self.sums_published = 0
         # dist_sync rounds are summed (and updated) on this thread, off the
         # event loop; while one runs, checkpoints wait (they read values)
         self._summer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mxkv-sum")
@@ -411,12 +417,14 @@ class ServerShard:
                              "set: call kv.set_optimizer(...) before pushing")
         changed = False
         complete = []
+        summed = None
         for (name, seq), payload in zip(items, payloads):
             what = self.book.accept(rank, name, seq, payload)
             if what is None:
                 continue
             self.arrivals.append((rank, name))
             if what == "apply":
+                self._privatize([name])
                 self.kv.push(name, _to_nd(payload, self.shapes[name], self.gc))
                 self._mark_update(name)
                 changed = True
@@ -426,10 +434,12 @@ class ServerShard:
             # No pull can read these parts until book.complete (their round is
             # not done), no push of their next round is accepted before it, and
             # checkpoints wait: the event loop goes on with other calls.
-            await self._sum_rounds(complete, from_shm)
+            summed = await self._sum_rounds(complete, from_shm)
             for name in complete:
                 self.book.complete(name)
                 self._mark_update(name)
+            if summed is not None:
+                self._note_summed(*summed)
             changed = True
         self._pushed += sum(p.nbytes for p in payloads if isinstance(p, np.ndarray))
         if changed:
@@ -443,13 +453,24 @@ class ServerShard:
                 else:
                     self._checkpoint()
             else:
+                if summed is not None and self._due and \
+                        any(n in self._dirty and n not in self._fresh for n in summed[0]):
+                    self._take_published(*summed)   # a due checkpoint reads them there
                 self._changed()
             await self.book.changed()
         return [self.durable.get(n, -1) for n in names]
 
     def _sum(self, rounds: Sequence[Tuple[Any, Tuple[int, ...], List[Any]]],
-             from_shm: bool) -> None:
-        """Sum (or update with) complete rounds, (part, shape, pushes) each (on the summer)."""
+             from_shm: bool) -> Optional[Tuple[tuple, ShmBatch]]:
+        """Sum (or update with) complete rounds, (part, shape, pushes) each (on
+        the summer). Returns (names, batch) when the sums were written into a
+        pull segment (:meth:`_sum_published`), else None."""
+        if self._publishes_sums(rounds):
+            try:
+                return self._sum_published(rounds)
+            except OSError:    # the job's directory is gone (it is ending)
+                pass
+        self._privatize([n for n, _, _ in rounds])
         for name, shape, pushes in rounds:
             vals = [_to_nd(p, shape, self.gc) for p in pushes]
             if from_shm and len(vals) == 1 and self.kv._updater is None:
@@ -457,13 +478,71 @@ class ServerShard:
                 # worker reuses it once durable: store a copy
                 vals = [NDArray(np.array(vals[0]._array), vals[0].context)]
             self.kv.push(name, vals)
+        return None
 
-    async def _sum_rounds(self, names: Sequence[Any], from_shm: bool) -> None:
+    def _publishes_sums(self, rounds: Sequence[Tuple[Any, Tuple[int, ...], List[Any]]]) -> bool:
+        """Whether complete rounds can be summed straight into a pull segment:
+        dense host values and pushes, no updater (which writes the stored
+        value in place), no compression."""
+        if self.kv._updater is not None or self.gc is not None or not self.book.sync:
+            return False
+        values = self.kv._data.values
+        for name, _shape, pushes in rounds:
+            st = values.get(name)
+            if type(st) is not NDArray or type(st._array) is not np.ndarray:
+                return False
+            if any(type(p) is not np.ndarray for p in pushes):
+                return False
+        return True
+
+    def _sum_published(self, rounds: Sequence[Tuple[Any, Tuple[int, ...], List[Any]]]
+                       ) -> Tuple[tuple, ShmBatch]:
+        """Sum each round into the next pull segment of these parts, which
+        then holds their stored values: published without a copy (copy 3 of
+        the data path, docs/distributed.md). Nothing writes into a stored
+        value that lies there (other writes go to a private copy first,
+        :meth:`_privatize`), and a publication that comes back to that
+        segment copies each value onto itself."""
+        names = tuple(n for n, _, _ in rounds)
+        values = self.kv._data.values
+        stored = [values[n]._array for n in names]
+        seg, parts, gen = self.publisher.begin(names, stored)
+        ctx = cpu(0)
+        for (name, shape, pushes), part, st in zip(rounds, parts, stored):
+            out = NDArray(seg.view(*part), ctx)
+            vals = KVStore._cast([_to_nd(p, shape, None) for p in pushes], st.dtype)
+            self.kv._comm.reduce(name, vals, out=out)
+            self.kv._data.set(name, out)
+        self.sums_published += 1
+        return names, self.publisher.end(seg, parts, gen)
+
+    def _note_summed(self, names: tuple, batch: ShmBatch) -> None:
+        """Pulls of ``names`` at their new rounds are answered with ``batch``."""
+        for n in names:
+            old = self._backing.get(n)
+            if old is not None and old != names:
+                self._summed.pop(old, None)   # (its other parts: a pull publishes them)
+            self._backing[n] = names
+        self._summed[names] = (tuple(self.book.rounds[n] for n in names), batch)
+
+    def _privatize(self, names: Iterable[Any]) -> None:
+        """Stored values that lie in a pull segment move to a buffer of their
+        own (before anything writes into them in place)."""
+        for name in names:
+            owner = self._backing.pop(name, None)
+            if owner is None:
+                continue
+            self._summed.pop(owner, None)
+            self.kv._data.set(name, NDArray(copy_state(self.kv._data.values[name]._array),
+                                            cpu(0)))
+
+    async def _sum_rounds(self, names: Sequence[Any], from_shm: bool
+                          ) -> Optional[Tuple[tuple, ShmBatch]]:
         rounds = [(n, self.shapes[n], self.book.contributions(n)) for n in names]
         self._summing += 1
         try:
-            await asyncio.get_running_loop().run_in_executor(self._summer, self._sum,
-                                                             rounds, from_shm)
+            return await asyncio.get_running_loop().run_in_executor(self._summer, self._sum,
+                                                                    rounds, from_shm)
         finally:
             self._summing -= 1
             if not self._summing:
@@ -511,6 +590,12 @@ class ServerShard:
         take = self._due and any(n in self._dirty and n not in self._fresh for n in names)
         key = (names, tuple(self.book.rounds[n] for n in names), shm)
         ref = self._snapshots.get(key)
+        if ref is None and shm:
+            summed = self._summed.get(names)
+            if summed is not None and summed[0] == key[1]:   # summed there: no copy
+                ref = self._snapshots[key] = summed[1]
+                if take:
+                    self._take_published(names, ref)
         if ref is None and shm:
             arrays = as_arrays([_export(self.kv._stored(n, "pull")) for n in names])
             try:
@@ -682,4 +767,5 @@ class ServerShard:
                 "parts": len(self.shapes), "rounds": dict(self.book.rounds),
                 "durable": dict(self.durable), "arrivals": list(self.arrivals),
                 "checkpoints": self.writer.written, "compactions": self.writer.compactions,
-                "restored": self.restored}
+                "restored": self.restored, "sums_published": self.sums_published,
+                "publish_copies": self.publisher.copies, "in_segments": len(self._backing)}

@@ -302,6 +302,11 @@ class Publisher:
     written over until :meth:`unpin`; a publication that comes to it in the
     ring takes a new segment instead, and the pinned one is dropped once
     unpinned. The shard pins what its checkpoint writer reads.
+
+    A shard may also write a round's values straight into the next segment
+    (:meth:`begin`, then :meth:`end`): its summing thread sums there, so the
+    values are published without a copy. A lock keeps the rings whole
+    between that thread and the event loop.
     """
 
     def __init__(self, directory: str, prefix: str, max_bytes: int) -> None:
@@ -316,46 +321,66 @@ class Publisher:
         self._bytes = 0
         self._count = 0
         self._gen = 0
+        self._lock = threading.RLock()
+        self.copies = 0   # publications copied (not written in place by begin/end)
 
     def publish(self, names: Any, arrays: Sequence[np.ndarray]) -> ShmBatch:
         """Copy ``arrays`` (the values of ``names``) into the next segment of
         their ring; returns the batch readers copy from."""
-        parts, size = layout(arrays)
-        ring = self._rings.pop(names, None)
-        if ring is None or ring[0][0].size < size:
-            if ring is not None:
-                self._drop(ring)
-            ring = [[self._new(size), self._new(size)], 0]
-        self._rings[names] = ring
-        seg = ring[0][ring[1]]
-        if self._pins.get(seg.path):   # being read by the checkpoint writer
-            self._detached[seg.path] = seg
-            seg = ring[0][ring[1]] = self._new(size)
-        ring[1] ^= 1
-        self._gen += 2
-        seg.set_gen(self._gen - 1)   # odd: being written
+        self.copies += 1
+        seg, parts, gen = self.begin(names, arrays)
         for (off, d, s), a in zip(parts, arrays):
             np.copyto(seg.view(off, d, s), a, casting="no")
-        seg.set_gen(self._gen)
-        self._trim()
-        return ShmBatch(seg.path, self._gen, parts)
+        return self.end(seg, parts, gen)
+
+    def begin(self, names: Any, arrays: Sequence[Any]) -> Tuple[Segment, list, int]:
+        """The next segment of ``names``' ring, marked as being written, laid
+        out for arrays of ``arrays``' shapes and dtypes: ``(segment, parts,
+        generation)``; write each part (``segment.view(*part)``), then
+        :meth:`end`."""
+        parts, size = layout(arrays)
+        with self._lock:
+            ring = self._rings.pop(names, None)
+            if ring is None or ring[0][0].size < size:
+                if ring is not None:
+                    self._drop(ring)
+                ring = [[self._new(size), self._new(size)], 0]
+            self._rings[names] = ring
+            seg = ring[0][ring[1]]
+            if self._pins.get(seg.path):   # being read by the checkpoint writer
+                self._detached[seg.path] = seg
+                seg = ring[0][ring[1]] = self._new(size)
+            ring[1] ^= 1
+            self._gen += 2
+            gen = self._gen
+            seg.set_gen(gen - 1)   # odd: being written
+        return seg, parts, gen
+
+    def end(self, seg: Segment, parts: list, gen: int) -> ShmBatch:
+        """The batch readers copy from, once :meth:`begin`'s segment is written."""
+        seg.set_gen(gen)
+        with self._lock:
+            self._trim()
+        return ShmBatch(seg.path, gen, parts)
 
     def pin(self, batch: ShmBatch) -> List[np.ndarray]:
         """Views of a batch this publisher made, which stay as they are
         until :meth:`unpin` (``batch.path``) is called as often as this."""
-        seg = self._segments[batch.path]
-        self._pins[batch.path] = self._pins.get(batch.path, 0) + 1
+        with self._lock:
+            seg = self._segments[batch.path]
+            self._pins[batch.path] = self._pins.get(batch.path, 0) + 1
         return seg.views(batch)
 
     def unpin(self, path: str) -> None:
-        left = self._pins.get(path, 0) - 1
-        if left > 0:
-            self._pins[path] = left
-            return
-        self._pins.pop(path, None)
-        seg = self._detached.pop(path, None)
-        if seg is not None:
-            self._release(seg)
+        with self._lock:
+            left = self._pins.get(path, 0) - 1
+            if left > 0:
+                self._pins[path] = left
+                return
+            self._pins.pop(path, None)
+            seg = self._detached.pop(path, None)
+            if seg is not None:
+                self._release(seg)
 
     def _new(self, size: int) -> Segment:
         self._count += 1
@@ -381,13 +406,14 @@ class Publisher:
             self._drop(self._rings.popitem(last=False)[1])
 
     def close(self) -> None:
-        self._pins.clear()
-        for ring in self._rings.values():
-            self._drop(ring)
-        self._rings.clear()
-        for seg in self._detached.values():
-            self._release(seg)
-        self._detached.clear()
+        with self._lock:
+            self._pins.clear()
+            for ring in self._rings.values():
+                self._drop(ring)
+            self._rings.clear()
+            for seg in self._detached.values():
+                self._release(seg)
+            self._detached.clear()
 
 
 def remove_stale(directory: str, prefix: str) -> None:
