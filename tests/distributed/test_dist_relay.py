@@ -175,22 +175,30 @@ def test_a_host_with_one_worker_pushes_itself_beside_a_relay(two_nodes):
     assert senders(by_node[head]) == [(0,), (1,), (2,)]  # same node: each by shared memory
 
 
-def test_a_relay_killed_mid_run_changes_no_value(two_nodes, tmp_path):
-    halfway, go = str(tmp_path / "halfway"), str(tmp_path / "go")
-    killed = []
+def halfway(tmp_path, action):
+    """``run_job``'s ``pause`` and ``during`` for running ``action(job)`` once
+    both workers wait before round ROUNDS/2 (then they go on), and the list
+    that gets its result."""
+    flag, go = str(tmp_path / "halfway"), str(tmp_path / "go")
+    got = []
 
-    def kill_relay(job, refs):
-        dist_waits.wait_until(lambda: all(os.path.exists(f"{halfway}.{r}") for r in range(2)),
+    def during(job, refs):
+        dist_waits.wait_until(lambda: all(os.path.exists(f"{flag}.{r}") for r in range(2)),
                               "both workers halfway")
-        relays = ray.get(job.coordinator.relay_handles.remote(), timeout=60)
-        (relay,) = relays.values()
+        got.append(action(job))
+        open(go, "w").close()
+    return (ROUNDS // 2, flag, go), during, got
+
+
+def test_a_relay_killed_mid_run_changes_no_value(two_nodes, tmp_path):
+    def kill_relay(job):
+        (relay,) = ray.get(job.coordinator.relay_handles.remote(), timeout=60).values()
         before = ray.get(relay.stats.remote(), timeout=60)
         ray.kill(relay, no_restart=False)      # Ray restarts it, empty
-        killed.append(before)
-        open(go, "w").close()
+        return before
 
-    results, shards, relays = run_job(two_nodes, "relaykill", pause=(ROUNDS // 2, halfway, go),
-                                      during=kill_relay)
+    pause, during, killed = halfway(tmp_path, kill_relay)
+    results, shards, relays = run_job(two_nodes, "relaykill", pause=pause, during=during)
     check_values(results)
     (after,) = relays.values()
     assert killed and after["incarnation"] != killed[0]["incarnation"]
@@ -205,18 +213,13 @@ def test_a_shard_killed_mid_run_behind_a_relay_changes_no_value(two_nodes, tmp_p
     # the shard restarts from its checkpoint; the relay re-sends the rounds
     # it sent that the checkpoint lacks, and the workers' re-sends to the
     # relay (their pulls saw the restart) are dropped there
-    halfway, go = str(tmp_path / "halfway"), str(tmp_path / "go")
-    before = []
-
-    def kill_shard(job, refs):
-        dist_waits.wait_until(lambda: all(os.path.exists(f"{halfway}.{r}") for r in range(2)),
-                              "both workers halfway")
-        before.append(ray.get(job.shards[0].stats.remote(), timeout=60))
+    def kill_shard(job):
+        before = ray.get(job.shards[0].stats.remote(), timeout=60)
         ray.kill(job.shards[0], no_restart=False)      # Ray restarts it
-        open(go, "w").close()
+        return before
 
-    results, shards, relays = run_job(two_nodes, "shardkill", pause=(ROUNDS // 2, halfway, go),
-                                      during=kill_shard)
+    pause, during, before = halfway(tmp_path, kill_shard)
+    results, shards, relays = run_job(two_nodes, "shardkill", pause=pause, during=during)
     check_values(results)
     assert shards[0]["incarnation"] != before[0]["incarnation"] and shards[0]["restored"]
     final = {n: r for s in shards for n, r in s["rounds"].items()}

@@ -361,10 +361,7 @@ class Channel:
                 if moved and self.relocate is not None:
                     for m in self.kept[index]:
                         self.relocate(m)
-                msgs = sorted(self.kept[index], key=lambda m: m.kind != "init")
-                for m in msgs:
-                    ref = self._submit_message(m, m.kind, ())
-                    self.inflight.append((ref, m))
+                self._resend(sorted(self.kept[index], key=lambda m: m.kind != "init"))
 
     def resync_relay(self) -> None:
         """Wait for this host's relay to be back (Ray restarts it), then
@@ -380,6 +377,9 @@ class Channel:
                 msgs = [m for kept in self.kept for m in kept if m.relayed]
                 log.warning("mxkv: this host's relay restarted; %s re-sends its %d kept "
                             "messages", self.who, len(msgs))
-                for m in msgs:
-                    ref = self._submit_message(m, m.kind, ())
-                    self.inflight.append((ref, m))
+                self._resend(msgs)
+
+    def _resend(self, msgs: Sequence[Message]) -> None:
+        """Submit kept messages again (holding :attr:`lock`)."""
+        for m in msgs:
+            self.inflight.append((self._submit_message(m, m.kind, ()), m))

@@ -178,9 +178,3 @@ class HostRelay:
         """Messages received from the host's workers and sent to shards, and where."""
         return {"incarnation": self.incarnation, "node": self.node, "ranks": self.ranks,
                 "received": self.received, "sent": self.sent}
-
-    def flush(self) -> Dict[Tuple[int, Any], int]:
-        """Wait for every push sent to the shards; returns the durable rounds
-        known, by (shard, part)."""
-        self.chan.reap(block=True)
-        return dict(self.chan.durable)

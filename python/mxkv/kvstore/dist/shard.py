@@ -453,8 +453,7 @@ class ServerShard:
                 else:
                     self._checkpoint()
             else:
-                if summed is not None and self._due and \
-                        any(n in self._dirty and n not in self._fresh for n in summed[0]):
+                if summed is not None and self._wanted(summed[0]):
                     self._take_published(*summed)   # a due checkpoint reads them there
                 self._changed()
             await self.book.changed()
@@ -587,7 +586,7 @@ class ServerShard:
         # a checkpoint is due and this pull publishes changed parts: the
         # checkpoint is written from the published values (pinned until it
         # is durable) instead of from a copy of them
-        take = self._due and any(n in self._dirty and n not in self._fresh for n in names)
+        take = self._wanted(names)
         key = (names, tuple(self.book.rounds[n] for n in names), shm)
         ref = self._snapshots.get(key)
         if ref is None and shm:
@@ -613,7 +612,7 @@ class ServerShard:
             # ray.put copies now, in this coroutine: no later update can reach it
             ref = self.ray.put([_export(self.kv._stored(n, "pull")) for n in names])
             self._snapshots[key] = ref
-            if self._due and any(n in self._dirty and n not in self._fresh for n in names):
+            if take:
                 await self._publish_fresh(names, ref)
         while len(self._snapshots) > 4:  # workers ask for the same round together
             self._snapshots.popitem(last=False)
@@ -649,6 +648,12 @@ class ServerShard:
             self.kv.row_sparse_pull(name, out=dst, row_ids=NDArray(np.asarray(ids), cpu(0)))
             out.append((dst._data, dst._indices))
         return out
+
+    def _wanted(self, names: Iterable[Any]) -> bool:
+        """Whether a due checkpoint still needs the values of some of
+        ``names`` (changed, and not yet taken from a publication)."""
+        return bool(self._due) and any(n in self._dirty and n not in self._fresh
+                                       for n in names)
 
     def _adopt(self, published: Iterable[Tuple[Any, Any]]) -> None:
         """A due checkpoint takes changed parts' values as a pull published
