@@ -14,6 +14,7 @@ the error is also that builtin, so code written for either catches it::
     +-- MissingDependencyError (ImportError)
     +-- MXNetTimeoutError (TimeoutError)
     +-- DeadNodeError
+        +-- ShardFailedError
 
 It also carries the public helpers of ``mxnet.base`` that user code imports
 (``integer_types``, ``string_types``, ``numeric_types``, ``py_str``,
@@ -37,6 +38,7 @@ __all__ = [
     "MXNetError", "MXNetValueError", "MXNetTypeError", "MXNetIndexError", "MXNetIOError",
     "MXNetMemoryError",
     "UnknownOptimizerError", "MissingDependencyError", "MXNetTimeoutError", "DeadNodeError",
+    "ShardFailedError",
     "NotImplementedForSymbol", "NotSupportedForSparseNDArray",
     "integer_types", "numeric_types", "string_types", "py_str", "mx_real_t", "mx_int",
     "mx_uint", "mx_float", "mx_float_p", "classproperty", "with_metaclass", "data_dir",
@@ -208,6 +210,33 @@ class MXNetTimeoutError(MXNetError, TimeoutError):
 
 class DeadNodeError(MXNetError):
     """A node of a distributed job died; the message names its role and rank."""
+
+
+class ShardFailedError(DeadNodeError):
+    """A server shard stopped for good: its storage failed (a corrupt or
+    unreadable checkpoint, a checkpoint it cannot write, a refused
+    directory). Every worker's calls fail with it.
+
+    Attributes
+    ----------
+    shard : int
+        The shard's index.
+    host : str
+        Where it ran.
+    path : str
+        The file or directory at fault.
+    cause : str
+        What went wrong there.
+    """
+
+    def __init__(self, shard: int, host: str, path: str, cause: str, job: str = "") -> None:
+        self.shard, self.host, self.path, self.cause, self.job = shard, host, path, cause, job
+        of = f" of job {job!r}" if job else ""
+        super().__init__(f"server shard {shard}{of} on host {host} stopped: {cause} "
+                         f"(at {path})")
+
+    def __reduce__(self):
+        return (ShardFailedError, (self.shard, self.host, self.path, self.cause, self.job))
 
 
 T = TypeVar("T")

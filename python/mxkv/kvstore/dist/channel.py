@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ...base import DeadNodeError, MXNetError, MXNetTimeoutError
+from ...base import DeadNodeError, MXNetError, MXNetTimeoutError, ShardFailedError
 from .job import NAMESPACE, Timeouts, shard_name
 from .shard import ShardRestarted
 
@@ -339,6 +339,8 @@ class Channel:
                 return self.ray.get(actor.hello.remote(),
                                     timeout=max(1.0, self.timeouts.heartbeat * 5))
             except Exception as exc:  # noqa: BLE001 - it is restarting
+                if isinstance(_cause(exc), ShardFailedError):
+                    raise _cause(exc) from None   # stopped for good: no coming back
                 if time.monotonic() > deadline:
                     raise DeadNodeError(f"{what} died and did not come back within "
                                         f"{self.timeouts.fail:g} s: {_cause(exc)}") from None

@@ -8,15 +8,26 @@ sequence, the optimizer when it changed). A background thread appends each
 delta to ``<dir>/shard-<i>.ckpt`` as one record; loading replays the
 records in order, the newest field of each part winning.
 
-Record: ``MXKVLOG1 | seq | length``, the body (a pickle, protocol 5, whose
-arrays are written straight from their memory as out-of-band buffers), then
-``MXKVEND1 | seq``. A record counts only when its footer is there, so a kill
-at any moment leaves a loadable log: at worst its last record is torn, and
-it is ignored (and cut off when a restarted shard opens the log again). Each
-record is flushed and ``fsync``-ed before the shard learns it is durable,
-which is when workers may forget the pushes it covers; on a shared
+Record: a header ``MXKVLOG2 | seq | length | crc32 of those``, the body (a
+pickle, protocol 5, whose arrays are written straight from their memory as
+out-of-band buffers), then a footer ``MXKVEND2 | seq | crc32 of the body``.
+A record counts only when its footer is there, so a kill at any moment
+leaves a loadable log: at worst its last record is torn (it ends past the
+end of the file), and it is ignored (and cut off when a restarted shard
+opens the log again). Every other flaw is *corruption*, never cut off and
+never loaded: a header or body whose checksum fails, a footer that does not
+match its header, a body that does not unpickle. :func:`load_log` raises
+:class:`CorruptCheckpoint` naming the file, the record and the offset, and
+:meth:`CheckpointLog.load` first renames the file aside
+(``shard-<i>.ckpt.corrupt-<why>-at-<offset>``) so that the evidence stays
+and no restart can mistake the directory for an empty one. Each record is
+flushed and ``fsync``-ed before the shard learns it is durable, which is
+when workers may forget the pushes it covers; on a shared
 ``MXKV_CHECKPOINT_DIR`` a shard restarted on another host reads the log
-from there.
+from there. The body's checksum is computed as it is written, a chunk at a
+time (crc32: 25 ms per 100 MB here, against 110 ms for blake2b).
+
+Files are created 0600; the directory is the job's (:mod:`.ckpt_dir`).
 
 When a delta holds every field of every part the log holds (dense training
 changes every value each round, so most deltas do), it is not appended: it
@@ -47,17 +58,20 @@ import os
 import pickle
 import struct
 import threading
+import zlib
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...base import MXNetIOError, env
 
-__all__ = ["CheckpointLog", "checkpoint_path", "copy_state", "merge_deltas", "apply_delta",
-           "load_log"]
+__all__ = ["CheckpointLog", "CorruptCheckpoint", "checkpoint_path", "copy_state",
+           "merge_deltas", "apply_delta", "load_log", "open_private", "record_spans"]
 
-_MAGIC = b"MXKVLOG1"
-_END = b"MXKVEND1"
-_HEADER = struct.Struct("<8sQQ")   # magic, sequence, body length
-_FOOTER = struct.Struct("<8sQ")    # end magic, sequence
+_MAGIC = b"MXKVLOG2"
+_END = b"MXKVEND2"
+_HEAD = struct.Struct("<8sQQ")       # magic, sequence, body length
+_HEADER = struct.Struct("<8sQQI")    # ... and the crc32 of those
+_FOOTER = struct.Struct("<8sQI")     # end magic, sequence, crc32 of the body
+_CHUNK = 8 << 20                     # bytes checksummed then written at a time
 _META = struct.Struct("<QQ")       # meta pickle length, number of buffers
 _LEN = struct.Struct("<Q")
 
@@ -69,6 +83,50 @@ Delta = Dict[str, Any]
 def checkpoint_path(directory: str, index: int) -> str:
     """The log file of shard ``index`` in ``directory``."""
     return os.path.join(directory, f"shard-{index}.ckpt")
+
+
+class CorruptCheckpoint(MXNetIOError):
+    """A checkpoint record failed its check: it is never loaded.
+
+    Attributes
+    ----------
+    path : str
+        The log (after :meth:`CheckpointLog.load`, where it was renamed aside).
+    record : int
+        The record's position in the log (0: the first).
+    offset : int
+        Where the record starts in the file.
+    why : str
+        ``header-checksum``, ``body-checksum``, ``footer``, ``format`` or
+        ``unreadable``.
+    """
+
+    def __init__(self, path: str, record: int, offset: int, why: str, detail: str = "") -> None:
+        self.path, self.record, self.offset, self.why = path, record, offset, why
+        self.detail = detail
+        super().__init__(f"checkpoint {path} is corrupt: record {record} at byte {offset} "
+                         f"fails its check ({why}{': ' + detail if detail else ''}); it was "
+                         "not loaded")
+
+    def __reduce__(self):
+        return (CorruptCheckpoint, (self.path, self.record, self.offset, self.why, self.detail))
+
+    def moved(self, path: str) -> "CorruptCheckpoint":
+        """The same error naming the file where the log now is."""
+        return CorruptCheckpoint(path, self.record, self.offset, self.why, self.detail)
+
+
+def open_private(path: str, mode: str) -> Any:
+    """``open(path, mode)`` (binary) creating the file 0600 when it is new."""
+    flags = {"ab": os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+             "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+             "r+b": os.O_RDWR}[mode]
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        return os.fdopen(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def empty_delta() -> Delta:
@@ -121,56 +179,112 @@ def _nbytes(obj: Any) -> int:
 
 def _write_record(f: Any, seq: int, obj: Any) -> int:
     """Append one record holding ``obj`` to the open file ``f`` (header, pickle
-    with its out-of-band buffers, footer), flushed and fsync'd; its size in bytes."""
+    with its out-of-band buffers, footer with the body's crc32, computed a
+    chunk at a time as it is written), flushed and fsync'd; its size in bytes."""
     bufs: List[Any] = []
     meta = pickle.dumps(obj, protocol=5, buffer_callback=bufs.append)
     raws = [b.raw() for b in bufs]
     length = _META.size + len(meta) + sum(_LEN.size + r.nbytes for r in raws)
-    f.write(_HEADER.pack(_MAGIC, seq, length))
-    f.write(_META.pack(len(meta), len(raws)))
-    f.write(meta)
+    head = _HEAD.pack(_MAGIC, seq, length)
+    f.write(_HEADER.pack(_MAGIC, seq, length, zlib.crc32(head)))
+    crc = 0
+
+    def put(data: Any) -> None:
+        nonlocal crc
+        crc = zlib.crc32(data, crc)
+        f.write(data)
+
+    put(_META.pack(len(meta), len(raws)))
+    put(meta)
     for r in raws:
-        f.write(_LEN.pack(r.nbytes))
-        f.write(r)
-    f.write(_FOOTER.pack(_END, seq))
+        put(_LEN.pack(r.nbytes))
+        view = memoryview(r).cast("B")
+        for at in range(0, len(view), _CHUNK):
+            put(view[at:at + _CHUNK])
+    f.write(_FOOTER.pack(_END, seq, crc))
     f.flush()
     os.fsync(f.fileno())
     return _HEADER.size + length + _FOOTER.size
 
 
-def _records(buf: Any) -> Tuple[List[Tuple[int, Any]], int]:
-    """The complete records in ``buf``: [(seq, delta)], and where the last ends."""
+def _crc(view: Any) -> int:
+    crc = 0
+    for at in range(0, len(view), _CHUNK):
+        crc = zlib.crc32(view[at:at + _CHUNK], crc)
+    return crc
+
+
+def _records(buf: Any, path: str = "") -> Tuple[List[Tuple[int, Any]], int]:
+    """The complete records in ``buf``: [(seq, delta)], and where the last
+    ends (a torn last record is not counted). Raises
+    :class:`CorruptCheckpoint` at the first record that fails its check."""
     out = []
     pos, size = 0, len(buf)
-    while pos + _HEADER.size <= size:
-        magic, seq, length = _HEADER.unpack_from(buf, pos)
+    view = memoryview(buf)
+    while pos < size:
+        if pos + _HEADER.size > size:
+            break   # torn: a kill while the header was written
+        magic, seq, length, hcrc = _HEADER.unpack_from(buf, pos)
+        if zlib.crc32(view[pos:pos + _HEAD.size]) != hcrc:
+            if not bytes(view[pos:]).strip(b"\0"):
+                break   # torn: zeros a crash left where the record was written
+            raise CorruptCheckpoint(path, len(out), pos, "header-checksum")
+        if magic != _MAGIC:
+            raise CorruptCheckpoint(path, len(out), pos, "format",
+                                    f"magic {bytes(magic)!r}, expected {_MAGIC!r}")
         body = pos + _HEADER.size
         end = body + length
-        if magic != _MAGIC or end + _FOOTER.size > size:
-            break
-        emagic, eseq = _FOOTER.unpack_from(buf, end)
+        if end + _FOOTER.size > size:
+            break   # torn: the record was being written
+        emagic, eseq, bcrc = _FOOTER.unpack_from(buf, end)
         if emagic != _END or eseq != seq:
-            break
-        view = memoryview(buf)[body:end]
-        meta_len, nbuf = _META.unpack_from(view, 0)
-        p = _META.size
-        meta = view[p:p + meta_len]
-        p += meta_len
-        buffers = []
-        for _ in range(nbuf):
-            (n,) = _LEN.unpack_from(view, p)
-            p += _LEN.size
-            buffers.append(view[p:p + n])
-            p += n
-        out.append((seq, pickle.loads(meta, buffers=buffers)))
+            raise CorruptCheckpoint(path, len(out), pos, "footer",
+                                    f"footer {bytes(emagic)!r} #{eseq} after header #{seq}")
+        record = view[body:end]
+        if _crc(record) != bcrc:
+            raise CorruptCheckpoint(path, len(out), pos, "body-checksum")
+        try:
+            meta_len, nbuf = _META.unpack_from(record, 0)
+            p = _META.size
+            meta = record[p:p + meta_len]
+            p += meta_len
+            buffers = []
+            for _ in range(nbuf):
+                (n,) = _LEN.unpack_from(record, p)
+                p += _LEN.size
+                buffers.append(record[p:p + n])
+                p += n
+            out.append((seq, pickle.loads(meta, buffers=buffers)))
+        except (pickle.UnpicklingError, EOFError, struct.error, ValueError, AttributeError,
+                ImportError, TypeError, IndexError, KeyError) as exc:
+            raise CorruptCheckpoint(path, len(out), pos, "unreadable", str(exc)) from exc
         pos = end + _FOOTER.size
     return out, pos
+
+
+def record_spans(path: str) -> List[Tuple[int, int, int, int]]:
+    """Where each complete record of the log at ``path`` lies: ``(start,
+    body start, footer start, end)`` (for tools and tests that inspect or
+    damage a log; no check is made)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    spans, pos = [], 0
+    while pos + _HEADER.size <= len(data):
+        _, _, length, _ = _HEADER.unpack_from(data, pos)
+        body = pos + _HEADER.size
+        end = body + length + _FOOTER.size
+        if end > len(data):
+            break
+        spans.append((pos, body, body + length, end))
+        pos = end
+    return spans
 
 
 def load_log(path: str) -> Tuple[Optional[Delta], int, int]:
     """Replay the log at ``path``: (state or None, end of its last complete
     record, its sequence number). Arrays in the state are read-only views of
-    the mapped file: copy what must outlive it."""
+    the mapped file: copy what must outlive it. Raises
+    :class:`CorruptCheckpoint` when a record fails its check."""
     try:
         f = open(path, "rb")
     except FileNotFoundError:
@@ -180,11 +294,7 @@ def load_log(path: str) -> Tuple[Optional[Delta], int, int]:
         if size == 0:
             return None, 0, 0
         buf = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
-    try:
-        records, end = _records(buf)
-    except (pickle.UnpicklingError, EOFError, struct.error, ValueError, AttributeError,
-            ImportError) as exc:
-        raise MXNetIOError(f"shard checkpoint {path} cannot be read: {exc}") from exc
+    records, end = _records(buf, path)
     if not records:
         return None, end, 0
     state = empty_delta()
@@ -203,11 +313,15 @@ class CheckpointLog:
     on_durable : callable
         ``on_durable(rounds)`` on the writer thread once a delta is on disk;
         ``rounds`` maps the parts it holds to their rounds.
+    on_error : callable, optional
+        ``on_error(exc)`` on the writer thread when a delta could not be written.
     """
 
-    def __init__(self, path: str, on_durable: Callable[[Dict[Any, int]], None]) -> None:
+    def __init__(self, path: str, on_durable: Callable[[Dict[Any, int]], None],
+                 on_error: Optional[Callable[[BaseException], None]] = None) -> None:
         self.path = path
         self.on_durable = on_durable
+        self.on_error = on_error
         self.slack = env("MXKV_CHECKPOINT_SLACK_MB", 32, int, minimum=0) * 1024 * 1024
         self._lock = threading.Condition()
         self._write_lock = threading.Lock()
@@ -228,16 +342,24 @@ class CheckpointLog:
         self.written = 0
         self.compactions = 0
         self.rewrites = 0
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
 
     # ------------------------------------------------------------ opening
     def load(self) -> Optional[Delta]:
         """The state the log holds (None when there is none); cuts a torn last
-        record off so that appending continues from the last complete one."""
-        state, end, seq = load_log(self.path)
+        record off so that appending continues from the last complete one.
+
+        A log with a corrupt record is renamed aside (its new name says why)
+        and :class:`CorruptCheckpoint` names it there; nothing is cut."""
+        try:
+            state, end, seq = load_log(self.path)
+        except CorruptCheckpoint as exc:
+            aside = f"{self.path}.corrupt-{exc.why}-at-{exc.offset}"
+            os.replace(self.path, aside)
+            raise exc.moved(aside) from None
         self.seq, self._end = seq, end
-        if os.path.exists(self.path):
-            with open(self.path, "r+b") as f:
+        if os.path.exists(self.path) and os.path.getsize(self.path) > end:
+            with open_private(self.path, "r+b") as f:
                 f.truncate(end)
         for stale in (".tmp", ".next"):   # a rewrite a kill interrupted
             try:
@@ -319,7 +441,7 @@ class CheckpointLog:
     def _append(self, delta: Delta) -> None:
         """Append ``delta`` as one record (caller holds the write lock)."""
         if self._file is None:
-            self._file = open(self.path, "ab")
+            self._file = open_private(self.path, "ab")
         f = self._file
         try:
             size = _write_record(f, self.seq, delta)
@@ -327,7 +449,7 @@ class CheckpointLog:
             # leave no half record for the next one to follow
             self._file = None
             f.close()
-            with open(self.path, "r+b") as g:
+            with open_private(self.path, "r+b") as g:
                 g.truncate(self._end)
             raise
         self._end += size
@@ -353,7 +475,7 @@ class CheckpointLog:
             self._file.close()
             self._file = None
         spare, nxt = self.path + ".spare", self.path + ".next"
-        with open(spare, "r+b" if os.path.exists(spare) else "wb") as f:
+        with open_private(spare, "r+b" if os.path.exists(spare) else "wb") as f:
             size = _write_record(f, self.seq, state)
             f.truncate(size)
             os.fsync(f.fileno())
@@ -383,6 +505,8 @@ class CheckpointLog:
                 self.write_now(delta)
             except BaseException as exc:  # reported on the next shard call
                 self.error = error = exc
+                if self.on_error is not None:
+                    self.on_error(exc)
             for cb in callbacks:
                 cb(error)
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...base import env
+from .checkpoint_dir import claim
 from .coordinator import Coordinator
 from .job import NAMESPACE, JobEnv, Timeouts, coordinator_name, import_ray, shard_name
 from .shard import ServerShard
@@ -86,9 +87,16 @@ class Job:
         return out
 
     def close(self) -> None:
-        """Stop the coordinator and the shards; remove the checkpoints."""
+        """Stop the coordinator and the shards; remove the checkpoints (or,
+        in a directory the job was given, write the shards' last state there
+        first, for a job that resumes it)."""
         ray = import_ray()
         if ray.is_initialized():
+            if not self.owns_checkpoints:
+                try:
+                    ray.get([s.checkpoint.remote() for s in self.shards], timeout=60)
+                except Exception:  # noqa: BLE001 - a stopped shard: its last checkpoint stays
+                    pass
             try:
                 ray.get(self.coordinator.stop.remote(), timeout=5)
             except Exception:  # noqa: BLE001 - already gone
@@ -181,7 +189,8 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
                checkpoint_dir: Optional[str] = None,
                shard_options: Optional[dict] = None,
                placement: str = "spread",
-               shard_env: Optional[Dict[str, str]] = None) -> Job:
+               shard_env: Optional[Dict[str, str]] = None,
+               resume: Optional[bool] = None) -> Job:
     """Create a job's coordinator and ``num_servers`` shards on the connected
     Ray cluster (call ``ray.init`` first); waits until they answer, up to
     ``START_TIMEOUT`` seconds or the job's fail timeout if longer (starting
@@ -217,6 +226,10 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
         ``--env`` and ``--env-server``), set before a shard reads any; its
         ``MXKV_CHECKPOINT_DIR``, ``MXKV_CHECKPOINT_ROUNDS`` and
         ``MXKV_SHARD_MAX_RESTARTS`` win over this process's.
+    resume : bool, optional
+        Take up the state a directory holds from an earlier job (default:
+        ``MXKV_RESUME``, off): without it a directory holding another job's
+        logs is refused (:mod:`.checkpoint_dir`).
     """
     if placement not in PLACEMENTS:
         raise ValueError(f"placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
@@ -232,7 +245,10 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
         base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         checkpoint_dir = tempfile.mkdtemp(prefix=f"mxkv-{name}-", dir=base)
         owns = True
-    os.makedirs(checkpoint_dir, exist_ok=True)
+    if resume is None:
+        with _environ(shard_env):
+            resume = env("MXKV_RESUME", False, bool)
+    claim(checkpoint_dir, name, resume=resume)
     with _environ(shard_env):   # (the shards' values, checked here: a bad one starts nothing)
         rounds = env("MXKV_CHECKPOINT_ROUNDS", 4, int, minimum=1)
         restarts = env("MXKV_SHARD_MAX_RESTARTS", -1, int, minimum=-1)

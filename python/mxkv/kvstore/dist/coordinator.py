@@ -13,6 +13,9 @@ job, named ``mxkv:<job>``). Array data never passes through it.
 * Commands sent to the servers (optimizer, compression, ...) are logged with
   a sequence number, so that a restarted shard replays the ones its last
   checkpoint did not include.
+* A shard that stops for good (its storage failed: :class:`ShardFailedError`)
+  says so in :meth:`shard_failed`; every other shard is told, so every
+  worker's calls (and barriers) fail with that shard's error at once.
 * Server processes (``DMLC_ROLE=server``) wait in :meth:`wait_done` until
   every worker has left.
 * It makes each host's relay (:mod:`.relay`, :meth:`relay`): workers say
@@ -53,6 +56,8 @@ class Coordinator:
         self.workers: Dict[int, dict] = {}
         self.left: Dict[int, float] = {}
         self.dead: Dict[int, str] = {}
+        #: the first shard that stopped for good, and its error
+        self.failure: Optional[BaseException] = None
         self.shard_beats: Dict[int, float] = {}
         self.servers: Dict[int, str] = {}
         self.shards: List[Any] = []
@@ -111,7 +116,8 @@ class Coordinator:
                 "num_servers": self.num_servers, "workers": sorted(self.workers),
                 "left": sorted(self.left), "dead": dict(self.dead),
                 "at_barrier": sorted(self._barrier_in),
-                "servers": dict(self.servers), "commands": len(self.commands)}
+                "servers": dict(self.servers), "commands": len(self.commands),
+                "failure": None if self.failure is None else str(self.failure)}
 
     # ------------------------------------------------------------ workers
     async def join(self, rank: Optional[int], host: str, node: Optional[str] = None) -> int:
@@ -144,6 +150,8 @@ class Coordinator:
         ask decides, ``MXKV_HOST_AGGREGATION``, so all agree)."""
         async with self.cond:
             def everyone() -> bool:
+                if self.failure is not None:
+                    raise self.failure
                 if self.dead:
                     rank, why = next(iter(self.dead.items()))
                     raise DeadNodeError(f"worker rank {rank} died ({why}) before every "
@@ -192,6 +200,16 @@ class Coordinator:
             shard.mark_dead.remote({rank: why})
         await self._notify()
 
+    async def shard_failed(self, index: int, error: BaseException) -> None:
+        """Shard ``index`` stopped for good with ``error``: every shard raises
+        it to its callers from now on, and so do barriers."""
+        if self.failure is None:
+            self.failure = error
+            for i, shard in enumerate(self.shards):
+                if i != int(index):
+                    shard.fail.remote(error)
+        await self._notify()
+
     async def shard_beat(self, index: int) -> None:
         """Record that server shard ``index`` is alive."""
         self.shard_beats[int(index)] = time.monotonic()
@@ -226,6 +244,8 @@ class Coordinator:
             def passed():
                 if self._barrier_gen != gen:
                     return True
+                if self.failure is not None:
+                    raise self.failure
                 why = self._barrier_blocker()
                 if why:
                     raise DeadNodeError(f"barrier of job {self.job!r} can never complete: {why}")

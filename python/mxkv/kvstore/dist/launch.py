@@ -121,6 +121,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--shard-placement", default="spread", choices=["spread", "pack"],
                    help="'spread' (default): shards round robin over the cluster's nodes; "
                    "'pack': all on the launcher's node")
+    p.add_argument("--resume", action="store_true", default=None,
+                   help="take up the state MXKV_CHECKPOINT_DIR holds from an earlier job "
+                   "(without it such a directory is refused; MXKV_RESUME=1 does the same)")
     p.add_argument("--num-cpus", type=int, default=None,
                    help="CPUs of a local Ray cluster (default: Ray's count)")
     p.add_argument("-H", "--hostfile", default=None, help=argparse.SUPPRESS)
@@ -190,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         # --env and --env-server reach the shards too (as MXNet's launcher
         # gives them to its servers): MXKV_CHECKPOINT_DIR, MXKV_KEEP_BYTES, ...
         job = create_job(args.num_workers, args.num_servers, address=address, p3=args.p3,
-                         placement=args.shard_placement,
+                         placement=args.shard_placement, resume=args.resume,
                          shard_env={**_env_pairs(args.env, "--env"),
                                     **_env_pairs(args.env_server, "--env-server")})
         if job.owns_checkpoints:

@@ -59,6 +59,8 @@ class RoundBook:
         #: per part: rank -> payload of the round in progress (sync only)
         self.pending: Dict[Any, Dict[int, Any]] = {}
         self.dead: Dict[int, str] = {}
+        #: set when the shard stopped for good: every wait raises it
+        self.failure: Optional[BaseException] = None
         self._cond: Optional[asyncio.Condition] = None
 
     # -- state ------------------------------------------------------------
@@ -102,9 +104,14 @@ class RoundBook:
             self.cond.notify_all()
 
     async def wait(self, ready) -> None:
-        """Wait until ``ready()`` is true; it may raise (e.g. DeadNodeError)."""
+        """Wait until ``ready()`` is true; it may raise (e.g. DeadNodeError,
+        or :attr:`failure` once set)."""
+        def check() -> bool:
+            if self.failure is not None:
+                raise self.failure
+            return ready()
         async with self.cond:
-            await self.cond.wait_for(ready)
+            await self.cond.wait_for(check)
 
     # -- pushes -----------------------------------------------------------
     def ready_to_accept(self, rank: int, items: Sequence[Tuple[Any, int]]) -> bool:

@@ -33,7 +33,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...base import MXNetError, env
+from ...base import MXNetError, ShardFailedError, env
+from ...bridge.private import private_directory
 from ...context import cpu
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
@@ -42,7 +43,8 @@ from ...optimizer.states_writer import dumps as dump_states
 from ..compression import GradientCompression
 from ..local import KVStore
 from .checkpoint import CheckpointLog, checkpoint_path, copy_state
-from .job import NAMESPACE, coordinator_name, import_ray
+from .checkpoint_dir import read_identity
+from .job import NAMESPACE, coordinator_name, host_label, import_ray
 from .rounds import RoundBook
 from .shm import Publisher, Reader, ShmBatch, as_arrays, data_dir, node_id, remove_stale
 
@@ -92,6 +94,15 @@ def _to_nd(payload: Any, shape: Tuple[int, ...], gc: Optional[GradientCompressio
             return NDArray(out, ctx)
         raise MXNetError(f"unknown payload kind {kind!r}")
     return NDArray(payload.reshape(shape), ctx)
+
+
+def _same_settings(a: Any, b: Any) -> bool:
+    """Whether optimizers ``a`` and ``b`` are the same but for their update
+    counts (a resumed job sets the optimizer its state was made with)."""
+    def settings(o: Any) -> bytes:
+        return pickle.dumps({k: (type(v) if k == "lr_scheduler" else v)
+                             for k, v in o.__getstate__().items() if "update" not in k})
+    return type(a) is type(b) and settings(a) == settings(b)
 
 
 def _export(stored: Any) -> Any:
@@ -151,11 +162,21 @@ class ServerShard:
         self._versions: Dict[Any, int] = {}
         self._meta_dirty = False
         self._reset_states = False
-        self.writer = CheckpointLog(checkpoint_path(checkpoint_dir, self.index),
-                                    self._on_durable)
-        self._beat_task: Optional[asyncio.Task] = None
-        self.restored = self._restore()
         self.coordinator = self.ray.get_actor(coordinator_name(job), namespace=NAMESPACE)
+        self.host = host_label()
+        # a storage fault stops the shard for good: every call raises this
+        self.failure: Optional[ShardFailedError] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self.run: Optional[str] = None
+        self._resumed_optimizer: Any = None
+        self.writer = CheckpointLog(checkpoint_path(checkpoint_dir, self.index),
+                                    self._on_durable, on_error=self._on_write_error)
+        self._beat_task: Optional[asyncio.Task] = None
+        self.restored = False
+        try:
+            self.restored = self._open(checkpoint_dir)
+        except Exception as exc:  # noqa: BLE001 - the shard stops, saying why
+            self._fail(getattr(exc, "path", None) or self.writer.path, exc)
         self._joined: Optional[asyncio.Task] = None
         # the same-host data path (shm.py): workers' push segments, our pull segments
         self.node = node_id(self.ray)
@@ -182,10 +203,25 @@ class ServerShard:
         self._idle: Optional[asyncio.Event] = None
 
     # ------------------------------------------------------------ state
+    def _open(self, directory: str) -> bool:
+        """Check the checkpoint directory (private, this job's) and restore
+        the log; whether there was one."""
+        private_directory(directory, "checkpoint directory")
+        ident = read_identity(directory)
+        if ident is None or ident["job"] != self.job:
+            whose = "no job" if ident is None else f"job {ident['job']!r}"
+            raise MXNetError(f"checkpoint directory {directory!r} belongs to {whose}, not to "
+                             f"job {self.job!r}")
+        self.run = ident["run"]
+        return self._restore()
+
     def _restore(self) -> bool:
         state = self.writer.load()
         if state is None:
             return False
+        # a log of an earlier run (the job was resumed): its values, optimizer
+        # and states are taken up, its rounds and commands are that run's
+        resumed = state["meta"].get("run") != self.run
         rounds, seen, states = {}, {}, {}
         for name, entry in state["parts"].items():
             value, shape = entry["value"], tuple(entry["shape"])
@@ -194,7 +230,7 @@ class ServerShard:
             else:
                 self.kv.init(name, NDArray(value, cpu(0)))   # copies out of the log
             self.shapes[name] = shape
-            rounds[name], seen[name] = entry["round"], entry["seen"]
+            rounds[name], seen[name] = (0, {}) if resumed else (entry["round"], entry["seen"])
             if entry.get("state") is not None:
                 states[name] = entry["state"]
         meta = state["meta"]
@@ -211,8 +247,47 @@ class ServerShard:
             self.kv.set_optimizer(optimizer)
             thawed = {name: pickle.loads(st) for name, st in states.items()}
             self.kv._updater.set_states(dump_states((thawed, optimizer)))
-        self.cmd_seq = meta.get("cmd_seq", 0)
+            if resumed:
+                self._resumed_optimizer = optimizer
+        self.cmd_seq = 0 if resumed else meta.get("cmd_seq", 0)
+        if resumed:   # one record of this run, with the rounds restarted
+            for name in self.shapes:
+                self._mark(name, "value", "state")
+            self._meta_dirty = True
+            self.writer.write_now(self._delta())
         return True
+
+    def _fail(self, path: str, exc: BaseException) -> None:
+        """Stop for good: every call (and every wait in one) raises a
+        :class:`ShardFailedError` naming ``path`` and the cause, and the
+        coordinator tells the other shards and the workers."""
+        if self.failure is not None:
+            return
+        cause = str(exc) if isinstance(exc, MXNetError) else f"{type(exc).__name__}: {exc}"
+        self.failure = ShardFailedError(self.index, self.host, path, cause, self.job)
+        print(f"mxkv: {self.failure}", flush=True)
+        self._stopped(self.failure)
+        try:
+            self.coordinator.shard_failed.remote(self.index, self.failure)
+        except Exception:  # noqa: BLE001 - the job is over already
+            pass
+
+    def _stopped(self, failure: ShardFailedError) -> None:
+        """Make every waiting call raise ``failure`` (any thread)."""
+        self.failure = failure
+        self.book.failure = failure
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(
+                lambda: asyncio.ensure_future(self.book.changed()))
+
+    def _on_write_error(self, exc: BaseException) -> None:
+        self._fail(self.writer.path, MXNetError(f"could not write its checkpoint: {exc}"))
+
+    async def fail(self, failure: ShardFailedError) -> None:
+        """Another shard stopped for good (the coordinator says): the job is
+        over, and this shard's calls raise that shard's error too."""
+        if self.failure is None:
+            self._stopped(failure)
 
     def _mark(self, name: Any, *fields: str, fresh: Any = None) -> None:
         """Note that ``fields`` ('value', 'state') of part ``name`` changed;
@@ -252,7 +327,7 @@ class ServerShard:
                 # (a pickle is a copy: the updater goes on writing into st)
                 entry["state"] = None if st is None else pickle.dumps(st, protocol=5)
             parts[name] = entry
-        meta: Dict[str, Any] = {"sync": self.book.sync, "cmd_seq": self.cmd_seq,
+        meta: Dict[str, Any] = {"sync": self.book.sync, "cmd_seq": self.cmd_seq, "run": self.run,
                                 "gc": self.gc.get_params() if self.gc else None,
                                 "reset_states": self._reset_states}
         if self._meta_dirty:
@@ -321,6 +396,8 @@ class ServerShard:
             await done
         except Exception as err:  # noqa: BLE001 - named, as _check names it
             self.writer.error = None
+            if self.failure is not None:
+                raise self.failure from None
             raise MXNetError(f"server shard {self.index} could not write its checkpoint "
                              f"{self.writer.path}: {err}") from err
 
@@ -332,6 +409,7 @@ class ServerShard:
         await asyncio.shield(self._joined)
 
     async def _do_join(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self._replay_commands(await self.coordinator.command_log.remote(self.cmd_seq))
         dead = await self.coordinator.dead_workers.remote()
         if dead:
@@ -339,6 +417,8 @@ class ServerShard:
         self._beat_task = asyncio.get_running_loop().create_task(self._beat())
 
     async def _check(self, incarnation: Optional[str], names: Sequence[Any]) -> None:
+        if self.failure is not None:
+            raise self.failure
         await self._join()
         if self.writer.error is not None:
             err, self.writer.error = self.writer.error, None
@@ -690,6 +770,11 @@ class ServerShard:
         if head == CMD_OPTIMIZER:
             optimizer = pickle.loads(body) if isinstance(body, bytes) else \
                 pickle.loads(body.encode("latin-1"))
+            kept = self._resumed_optimizer
+            if kept is not None and _same_settings(kept, optimizer):
+                # a resumed job's optimizer (each worker sends it): the restored one goes on
+                return
+            self._resumed_optimizer = None
             self.kv.set_optimizer(optimizer)
             self.updater_blob = None
             self._reset_states = True    # a new updater starts without states
@@ -774,3 +859,4 @@ class ServerShard:
                 "checkpoints": self.writer.written, "compactions": self.writer.compactions,
                 "restored": self.restored, "sums_published": self.sums_published,
                 "publish_copies": self.publisher.copies, "in_segments": len(self._backing)}
+
