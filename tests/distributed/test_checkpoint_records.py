@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import mxkv as mx
-from mxkv.kvstore.dist.checkpoint import (CheckpointLog, CorruptCheckpoint, load_log,
-                                         record_spans)
+from mxkv.kvstore.dist.checkpoint import CheckpointLog, CorruptCheckpoint, load_log, record_spans
 from mxkv.kvstore.dist.checkpoint_dir import CheckpointDirInUse, claim, read_identity
 
 

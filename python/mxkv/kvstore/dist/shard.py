@@ -246,7 +246,7 @@ class ServerShard:
             optimizer = pickle.loads(updater[1])
             self.kv.set_optimizer(optimizer)
             thawed = {name: pickle.loads(st) for name, st in states.items()}
-            self.kv._updater.set_states(dump_states((thawed, optimizer)))
+            self.kv.set_updater_states(dump_states((thawed, optimizer)))
             if resumed:
                 self._resumed_optimizer = optimizer
         self.cmd_seq = 0 if resumed else meta.get("cmd_seq", 0)
@@ -301,7 +301,7 @@ class ServerShard:
 
     def _mark_update(self, name: Any) -> None:
         """A push changed part ``name``'s value (and optimizer state, with one)."""
-        if self.kv._updater is not None and hasattr(self.kv._updater, "get_states"):
+        if self.kv.keeps_states:
             self._mark(name, "value", "state")
             self._meta_dirty = True      # the optimizer's update counts
         else:
@@ -311,8 +311,6 @@ class ServerShard:
         """What changed since the last checkpoint, safe to write while the
         shard goes on: values nothing writes to are taken as they are, the
         others copied (only those of changed parts)."""
-        updater = self.kv._updater
-        states = getattr(updater, "states", {}) if self.updater_blob is None else {}
         parts = {}
         for name, fields in self._dirty.items():
             entry: Dict[str, Any] = {"round": self.book.rounds[name],
@@ -321,9 +319,9 @@ class ServerShard:
             if "value" in fields:
                 fresh = self._fresh.get(name)
                 entry["value"] = fresh if fresh is not None else \
-                    copy_state(_export(self.kv._stored(name, "checkpoint")))
+                    copy_state(_export(self.kv.stored_value(name)))
             if "state" in fields:
-                st = states.get(name)
+                st = self.kv.updater_state(name) if self.updater_blob is None else None
                 # (a pickle is a copy: the updater goes on writing into st)
                 entry["state"] = None if st is None else pickle.dumps(st, protocol=5)
             parts[name] = entry
@@ -333,8 +331,8 @@ class ServerShard:
         if self._meta_dirty:
             if self.updater_blob is not None:
                 meta["updater"] = ("blob", self.updater_blob)
-            elif updater is not None and hasattr(updater, "get_states"):
-                meta["updater"] = ("optimizer", pickle.dumps(updater.optimizer))
+            elif self.kv.keeps_states:
+                meta["updater"] = ("optimizer", pickle.dumps(self.kv.updater.optimizer))
             else:
                 meta["updater"] = None
         self._dirty, self._fresh = {}, {}
@@ -492,7 +490,7 @@ class ServerShard:
         if not self.book.ready_to_accept(rank, items):
             await self.book.wait(lambda: self.book.ready_to_accept(rank, items))
             await self._check(incarnation, names)
-        if not self.book.sync and self.kv._updater is None:
+        if not self.book.sync and self.kv.updater is None:
             raise MXNetError("dist_async applies every push with the optimizer, and none is "
                              "set: call kv.set_optimizer(...) before pushing")
         changed = False
@@ -552,7 +550,7 @@ class ServerShard:
         self._privatize([n for n, _, _ in rounds])
         for name, shape, pushes in rounds:
             vals = [_to_nd(p, shape, self.gc) for p in pushes]
-            if from_shm and len(vals) == 1 and self.kv._updater is None:
+            if from_shm and len(vals) == 1 and self.kv.updater is None:
                 # the store would keep this buffer by reference, and the
                 # worker reuses it once durable: store a copy
                 vals = [NDArray(np.array(vals[0]._array), vals[0].context)]
@@ -563,11 +561,10 @@ class ServerShard:
         """Whether complete rounds can be summed straight into a pull segment:
         dense host values and pushes, no updater (which writes the stored
         value in place), no compression."""
-        if self.kv._updater is not None or self.gc is not None or not self.book.sync:
+        if self.kv.updater is not None or self.gc is not None or not self.book.sync:
             return False
-        values = self.kv._data.values
         for name, _shape, pushes in rounds:
-            st = values.get(name)
+            st = self.kv.stored_value(name)
             if type(st) is not NDArray or type(st._array) is not np.ndarray:
                 return False
             if any(type(p) is not np.ndarray for p in pushes):
@@ -583,15 +580,12 @@ class ServerShard:
         :meth:`_privatize`), and a publication that comes back to that
         segment copies each value onto itself."""
         names = tuple(n for n, _, _ in rounds)
-        values = self.kv._data.values
-        stored = [values[n]._array for n in names]
+        stored = [self.kv.stored_value(n)._array for n in names]
         seg, parts, gen = self.publisher.begin(names, stored)
         ctx = cpu(0)
-        for (name, shape, pushes), part, st in zip(rounds, parts, stored):
-            out = NDArray(seg.view(*part), ctx)
-            vals = KVStore._cast([_to_nd(p, shape, None) for p in pushes], st.dtype)
-            self.kv._comm.reduce(name, vals, out=out)
-            self.kv._data.set(name, out)
+        for (name, shape, pushes), part in zip(rounds, parts):
+            self.kv.sum_into(name, [_to_nd(p, shape, None) for p in pushes],
+                             NDArray(seg.view(*part), ctx))
         self.sums_published += 1
         return names, self.publisher.end(seg, parts, gen)
 
@@ -612,8 +606,8 @@ class ServerShard:
             if owner is None:
                 continue
             self._summed.pop(owner, None)
-            self.kv._data.set(name, NDArray(copy_state(self.kv._data.values[name]._array),
-                                            cpu(0)))
+            self.kv.replace_value(name, NDArray(copy_state(self.kv.stored_value(name)._array),
+                                                cpu(0)))
 
     async def _sum_rounds(self, names: Sequence[Any], from_shm: bool
                           ) -> Optional[Tuple[tuple, ShmBatch]]:
@@ -676,7 +670,7 @@ class ServerShard:
                 if take:
                     self._take_published(names, ref)
         if ref is None and shm:
-            arrays = as_arrays([_export(self.kv._stored(n, "pull")) for n in names])
+            arrays = as_arrays([_export(self.kv.stored_value(n)) for n in names])
             try:
                 ref = self.publisher.publish(names, arrays) if arrays is not None else None
             except OSError:   # the job's directory is gone (it is ending)
@@ -690,7 +684,7 @@ class ServerShard:
                 ref = self._snapshots.get(key)
         if ref is None:
             # ray.put copies now, in this coroutine: no later update can reach it
-            ref = self.ray.put([_export(self.kv._stored(n, "pull")) for n in names])
+            ref = self.ray.put([_export(self.kv.stored_value(n)) for n in names])
             self._snapshots[key] = ref
             if take:
                 await self._publish_fresh(names, ref)
@@ -723,7 +717,7 @@ class ServerShard:
         for name, ids in zip(names, row_ids):
             shape = self.shapes[name]
             dst = RowSparseNDArray(np.zeros((0,) + tuple(shape[1:]),
-                                            self.kv._stored(name, "row_sparse_pull").dtype),
+                                            self.kv.stored_value(name).dtype),
                                    np.zeros(0, np.int64), shape, cpu(0))
             self.kv.row_sparse_pull(name, out=dst, row_ids=NDArray(np.asarray(ids), cpu(0)))
             out.append((dst._data, dst._indices))
@@ -800,10 +794,10 @@ class ServerShard:
         if isinstance(loaded, tuple) and len(loaded) == 2:
             self.kv.set_optimizer(loaded[1])
             self.updater_blob = None
-        if self.kv._updater is None or not hasattr(self.kv._updater, "set_states"):
+        if not self.kv.keeps_states:
             raise MXNetError("load_optimizer_states: no optimizer is set on the servers "
                              "(call set_optimizer, or save the states with dump_optimizer=True)")
-        self.kv._updater.set_states(blob)
+        self.kv.set_updater_states(blob)
 
     def _replay_commands(self, log: Sequence[Tuple[int, int, Any, Optional[int]]]) -> None:
         for seq, head, body, target in log:
@@ -832,10 +826,9 @@ class ServerShard:
     async def get_states(self) -> Optional[bytes]:
         """The updater's states with the optimizer, or None without one."""
         await self._quiet()
-        updater = self.kv._updater
-        if updater is None or not hasattr(updater, "get_states"):
+        if not self.kv.keeps_states:
             return None
-        return updater.get_states(dump_optimizer=True)
+        return self.kv.get_updater_states(dump_optimizer=True)
 
     # ------------------------------------------------------------ faults
     async def mark_dead(self, ranks: Dict[int, str]) -> None:

@@ -31,10 +31,10 @@ from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
 from ..base import _local_comm
 from ..keys import check_priority, key_name
-from ..local import KVStore, _stype
+from ..local import KeyLayout, KVStore, _stype
 from .channel import Call, Channel, Message
 from .job import NAMESPACE, JobEnv, connect, coordinator_name, host_label
-from .shard import CMD_COMPRESSION, CMD_OPTIMIZER, CMD_UPDATER
+from .shard import CMD_COMPRESSION, CMD_LOAD_STATES, CMD_OPTIMIZER, CMD_UPDATER
 from .sharding import Part, plan_key
 from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir, enabled, node_id
 
@@ -631,7 +631,9 @@ class DistKVStore(KVStore):
 
         with self._locks.hold_all():  # between this worker's pushes
             self._drain()
-            blob = gather_states(self, dump_optimizer)
+            blobs = self._ray.get([s.get_states.remote() for s in self._chan.shards],
+                                  timeout=self._job.timeouts.fail)
+            blob = gather_states(blobs, self._key_plans(), dump_optimizer)
         atomic_write(fname, sealed(blob), "optimizer states file")
 
     def load_optimizer_states(self, fname: str) -> None:
@@ -641,7 +643,14 @@ class DistKVStore(KVStore):
         data = read_bytes(fname, "optimizer states file")
         with self._locks.hold_all(with_init=True):
             self._drain()
-            scatter_states(self, data, fname)
+            pieces = scatter_states(data, self._key_plans(), self._job.num_servers, fname)
+            for shard, piece in enumerate(pieces):
+                self._command_to(shard, CMD_LOAD_STATES, piece)
+
+    def _key_plans(self) -> Dict[Any, Tuple[List[Part], KeyLayout]]:
+        """Every key's plan and layout (for :mod:`.states`)."""
+        return {k: (self._plan(k, self._data[k]), layout)
+                for k, layout in self.layouts().items()}
 
     def _drain(self) -> None:
         if self._sender is not None:
