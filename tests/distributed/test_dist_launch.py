@@ -199,3 +199,44 @@ def test_clojure_workers_and_a_clojure_server_process(tmp_path):
         # SGD(lr=0.5) on the servers, 3 rounds: w -= 0.5 * (1 + 2), b -= 0.5 * 2
         assert f"[worker {rank}] rank {rank} of 2 dist_sync w -4.5 b -3.0" in r.stdout, r.stdout
     assert "[server 0] server 0 saw the job end" in r.stdout, r.stdout
+
+
+MODES = textwrap.dedent("""
+    import os, stat, sys
+    import mxkv as mx
+    import ray
+    kv = mx.kv.create("dist_sync")
+    kv.init("w", mx.nd.zeros((2,)))
+    kv._barrier()
+    if kv.rank == 0:
+        session = os.path.realpath(ray._private.worker.global_worker.node.get_session_dir_path())
+        temp = os.path.dirname(os.path.dirname(session))
+        for d in (temp, os.path.dirname(session), session, session + "/sockets",
+                  session + "/logs"):
+            print("MODE", oct(stat.S_IMODE(os.stat(d).st_mode)), d)
+    kv._barrier()
+""")
+
+
+def test_the_launchers_ray_directories_are_private_and_a_reused_directory_needs_resume(
+        tmp_path):
+    script = tmp_path / "modes.py"
+    script.write_text(MODES)
+    ckpt = tmp_path / "ckpt"
+    e = dict(os.environ, MXKV_DEAD_TIMEOUT="30", MXKV_CHECKPOINT_DIR=str(ckpt))
+    e.pop("MXKV_RAY_ADDRESS", None)
+    e.pop("RAY_ADDRESS", None)
+
+    def launch(*flags):
+        return subprocess.run([*MXKV, "launch", "-n", "2", "-s", "1", *flags, "--",
+                               sys.executable, str(script)],
+                              capture_output=True, text=True, timeout=120, env=e)
+
+    r = launch()
+    assert r.returncode == 0, r.stdout + r.stderr
+    modes = [line.split() for line in r.stdout.splitlines() if "MODE" in line]
+    assert len(modes) == 5 and all(m[-2] == "0o700" for m in modes), r.stdout
+    r = launch()   # the first job's state is there: refused, naming the directory
+    assert r.returncode != 0 and str(ckpt) in r.stderr and "--resume" in r.stderr, r.stderr
+    r = launch("--resume")
+    assert r.returncode == 0, r.stdout + r.stderr

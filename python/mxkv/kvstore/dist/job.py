@@ -142,6 +142,9 @@ def connect(address: Optional[str]) -> Any:
     ray = import_ray()
     if ray.is_initialized():
         return ray
+    from .local_cluster import private_ray_directories
+
+    private_ray_directories()   # (a driver creates its session's directories too)
     try:
         ray.init(address=address or "auto", namespace=NAMESPACE, log_to_driver=False,
                  logging_level="WARNING", configure_logging=False)

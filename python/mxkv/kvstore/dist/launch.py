@@ -201,6 +201,8 @@ def run(args: argparse.Namespace) -> int:
         remove_at_end(data_dir(job.name))   # the same-host data path's segments
         _start_processes(args, job, sup, call_timeout_ms)
         _say_where(job, sup)
+        if cluster is not None:
+            cluster.tighten()   # (the processes started made Ray's directories 0777)
         code = sup.watch(job)
         if code == 0:
             _wait_servers(job, sup)

@@ -13,7 +13,13 @@ It is private to the job and to this host:
   the job's processes only: nothing is written to ``~/.ray/auth_token``, and
   a connection without the token is refused;
 * its files live in a new ``/tmp/mxkv-ray-*`` directory (or under
-  ``$TMPDIR``), removed by :meth:`LocalCluster.stop`.
+  ``$TMPDIR``), mode 0700, removed by :meth:`LocalCluster.stop`. Ray makes
+  every directory it creates (its temp, session, ``sockets/``, ``logs/``)
+  mode 0777 so that other users can share them, and does so again in each
+  process that starts (its actors' too): they sit in a directory of mode
+  0700, which other users cannot enter, and :meth:`LocalCluster.tighten`
+  (called once Ray and again once the job's processes have started) and
+  mxkv's own processes (:func:`private_ray_directories`) make them 0700.
 """
 from __future__ import annotations
 
@@ -25,7 +31,25 @@ import tempfile
 import time
 from typing import Dict, Optional
 
-__all__ = ["LocalCluster", "loopback_environ"]
+__all__ = ["LocalCluster", "loopback_environ", "private_ray_directories"]
+
+
+def _private(path: str) -> None:
+    try:
+        if os.stat(path).st_uid == os.getuid():
+            os.chmod(path, 0o700)
+    except OSError:
+        pass   # (as Ray's own: a directory of another user's is left alone)
+
+
+def private_ray_directories() -> None:
+    """Make this process's Ray create its directories 0700, not 0777 (Ray
+    opens them to every user of the host for sharing, ray-project/ray#3591)."""
+    try:
+        from ray._common import utils
+    except ImportError:   # another Ray: its directories stay as it makes them
+        return
+    utils.try_make_directory_shared = _private
 
 
 def loopback_environ(token: str) -> Dict[str, str]:
@@ -63,16 +87,25 @@ class LocalCluster:
         from .job import NAMESPACE, import_ray
 
         ray = import_ray()
-        self.temp_dir = tempfile.mkdtemp(prefix="mxkv-ray-")
+        private_ray_directories()
+        self.temp_dir = tempfile.mkdtemp(prefix="mxkv-ray-")   # 0700: Ray's go inside
         try:
             ctx = ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
                            dashboard_host="127.0.0.1", namespace=NAMESPACE,
-                           _temp_dir=self.temp_dir, _node_ip_address="127.0.0.1",
+                           _temp_dir=os.path.join(self.temp_dir, "ray"), _node_ip_address="127.0.0.1",
                            log_to_driver=True, configure_logging=False)
         except BaseException:
             self.stop()
             raise
         self.address: str = ctx.address_info["gcs_address"]
+        self.tighten()
+
+    def tighten(self) -> None:
+        """Make every directory under :attr:`temp_dir` 0700 again (Ray's
+        processes make theirs 0777 as they start)."""
+        for root, dirs, _ in os.walk(self.temp_dir):
+            for name in dirs:
+                _private(os.path.join(root, name))
 
     def stop(self) -> None:
         """Shut Ray down and remove its files (idempotent)."""
