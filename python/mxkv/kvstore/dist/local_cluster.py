@@ -92,7 +92,8 @@ class LocalCluster:
         try:
             ctx = ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
                            dashboard_host="127.0.0.1", namespace=NAMESPACE,
-                           _temp_dir=os.path.join(self.temp_dir, "ray"), _node_ip_address="127.0.0.1",
+                           _temp_dir=os.path.join(self.temp_dir, "ray"),
+                           _node_ip_address="127.0.0.1",
                            log_to_driver=True, configure_logging=False)
         except BaseException:
             self.stop()
