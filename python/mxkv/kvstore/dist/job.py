@@ -142,7 +142,7 @@ def connect(address: Optional[str]) -> Any:
     ray = import_ray()
     if ray.is_initialized():
         return ray
-    from .local_cluster import private_ray_directories
+    from .ray_dirs import private_ray_directories
 
     private_ray_directories()   # (a driver creates its session's directories too)
     try:

@@ -19,7 +19,8 @@ It is private to the job and to this host:
   process that starts (its actors' too): they sit in a directory of mode
   0700, which other users cannot enter, and :meth:`LocalCluster.tighten`
   (called once Ray and again once the job's processes have started) and
-  mxkv's own processes (:func:`private_ray_directories`) make them 0700.
+  mxkv's own processes (:func:`.ray_dirs.private_ray_directories`) make
+  them 0700.
 """
 from __future__ import annotations
 
@@ -31,25 +32,9 @@ import tempfile
 import time
 from typing import Dict, Optional
 
-__all__ = ["LocalCluster", "loopback_environ", "private_ray_directories"]
+from .ray_dirs import private, private_ray_directories
 
-
-def _private(path: str) -> None:
-    try:
-        if os.stat(path).st_uid == os.getuid():
-            os.chmod(path, 0o700)
-    except OSError:
-        pass   # (as Ray's own: a directory of another user's is left alone)
-
-
-def private_ray_directories() -> None:
-    """Make this process's Ray create its directories 0700, not 0777 (Ray
-    opens them to every user of the host for sharing, ray-project/ray#3591)."""
-    try:
-        from ray._common import utils
-    except ImportError:   # another Ray: its directories stay as it makes them
-        return
-    utils.try_make_directory_shared = _private
+__all__ = ["LocalCluster", "loopback_environ"]
 
 
 def loopback_environ(token: str) -> Dict[str, str]:
@@ -106,7 +91,7 @@ class LocalCluster:
         processes make theirs 0777 as they start)."""
         for root, dirs, _ in os.walk(self.temp_dir):
             for name in dirs:
-                _private(os.path.join(root, name))
+                private(os.path.join(root, name))
 
     def stop(self) -> None:
         """Shut Ray down and remove its files (idempotent)."""
