@@ -357,7 +357,8 @@ def dense_to_rsp(src: NDArray, dtype: np.dtype | None = None) -> RowSparseNDArra
     arr = src._array
     dt = arr.dtype if dtype is None else dtype
     with device_scope(src._ctx):
-        flat = arr.reshape(arr.shape[0], -1)
+        # (the row size spelled out: -1 cannot be inferred for a zero-size array)
+        flat = arr.reshape(arr.shape[0], int(np.prod(arr.shape[1:], dtype=np.int64)))
         keep = xp.flatnonzero(xp.any(flat != 0, axis=1)).astype(np.int64)
         data = xp.ascontiguousarray(arr[keep], dtype=dt)
     return RowSparseNDArray(data, keep, src.shape, src._ctx)

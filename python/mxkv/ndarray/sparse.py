@@ -106,8 +106,9 @@ def row_sparse_array(arg1: Any, shape: Any = None, ctx: Context | None = None,
                      dtype: Any = None) -> RowSparseNDArray:
     """Create a RowSparseNDArray (copies its sources).
 
-    ``arg1`` is ``(data, indices)`` (kept as given, as MXNet: invalid
-    indices are reported by ``check_format``); a shape tuple (an empty array); a
+    ``arg1`` is ``(data, indices)`` (kept as given, as MXNet: unsorted,
+    repeated or too large indices are reported by ``check_format``; a
+    negative one raises MXNetError at once); a shape tuple (an empty array); a
     RowSparseNDArray; or a dense source (NDArray, numpy array, nested lists;
     its nonzero rows are kept). A ``shape`` that contradicts the source's
     raises ValueError, as MXNet.
@@ -147,10 +148,15 @@ def row_sparse_array(arg1: Any, shape: Any = None, ctx: Context | None = None,
         if tuple(data.shape[1:]) != shape[1:]:
             raise MXNetValueError(f"row_sparse data of shape {tuple(data.shape)} does not "
                                   f"match shape {shape}: rows must have shape {shape[1:]}")
-        # as MXNet: unsorted, repeated or out-of-range indices are kept as given
-        # (check_format reports them)
-        return RowSparseNDArray(to_device(data, ctx, dt), to_device(idx, ctx, _INT64),
+        # as MXNet: unsorted, repeated or too large indices are kept as given
+        # (check_format reports them); a negative one is refused now, with
+        # check_format's error (MXNet 1.9.1 keeps it, and corrupts its heap
+        # when the array is read)
+        out = RowSparseNDArray(to_device(data, ctx, dt), to_device(idx, ctx, _INT64),
                                 shape, ctx)
+        if idx.size and bool((idx < 0).any()):
+            out.check_format()   # (raises, naming the index)
+        return out
     if isinstance(arg1, RowSparseNDArray):
         _check_shape(arg1.shape, shape)
         out = arg1.copyto(ctx)
