@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ...base import DeadNodeError, MXNetError, MXNetTimeoutError
 from .job import NAMESPACE, Timeouts, shard_name
-from .shard import ShardRestarted
+from .messages import ShardRestarted
 
 __all__ = ["Channel", "Message"]
 

@@ -42,7 +42,7 @@ import numpy as np
 from ...ndarray._util import empty_aligned
 from .channel import Call, Channel, Message
 from .job import Timeouts, import_ray
-from .shard import ShardRestarted
+from .messages import ShardRestarted
 from .shm import Reader, ShmBatch, node_id
 
 __all__ = ["HostRelay", "relay_name"]

@@ -34,7 +34,7 @@ from ..keys import check_priority, key_name
 from ..local import KeyLayout, KVStore, _stype
 from .channel import Call, Channel, Message
 from .job import NAMESPACE, JobEnv, connect, coordinator_name, host_label
-from .shard import CMD_COMPRESSION, CMD_LOAD_STATES, CMD_OPTIMIZER, CMD_UPDATER
+from .messages import CMD_COMPRESSION, CMD_LOAD_STATES, CMD_OPTIMIZER, CMD_UPDATER
 from .sharding import Part, plan_key
 from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir, enabled, node_id
 
