@@ -9,6 +9,7 @@ import pytest
 import mxkv as mx
 from mxkv.kvstore.compression import GradientCompression
 from mxkv.kvstore.dist.durability import Durability
+from mxkv.kvstore.dist.messages import RowSparse
 from mxkv.kvstore.dist.publication import Publication
 from mxkv.kvstore.dist.shm import Publisher, Reader
 
@@ -155,7 +156,7 @@ def test_sums_are_published_only_for_sync_dense_rounds_without_updater_or_compre
     assert not pub.can_sum(dense, sync=False, gc=None)
     assert not pub.can_sum(dense, sync=True,
                            gc=GradientCompression.create({"type": "2bit"}))
-    assert not pub.can_sum(_round([("rsp", np.ones((1,), np.float32), np.zeros(1))]),
+    assert not pub.can_sum(_round([RowSparse(np.ones((1,), np.float32), np.zeros(1))]),
                            sync=True, gc=None)
     kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1))
     assert not pub.can_sum(dense, sync=True, gc=None)

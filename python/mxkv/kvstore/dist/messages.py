@@ -3,15 +3,27 @@
 One module for the protocol's vocabulary, so that the sender and the
 receiver of a message cannot drift apart:
 
-* the payloads of a part (:func:`to_nd` reads them on a shard,
-  :func:`export` writes a stored value as one);
+* what a message names: :class:`Init` (parts and their shapes),
+  :class:`Push` and :class:`Pull` (parts and a sequence number each, the
+  round of :mod:`.rounds`), and who sends it (:data:`Rank`: a worker, or a
+  host's relay for a group of workers);
+* what a pull answers (:class:`PullReply`);
+* the payloads of a part: a dense part is a plain numpy array (the common
+  case, pickled as it is), a row-sparse one a :class:`RowSparse`, a
+  compressed one a :class:`Compressed`; :func:`to_nd` reads them on a
+  shard, :func:`export` writes a stored value as one;
 * the commands (MXNet's command ids, and mxkv's own);
 * :class:`ShardRestarted`, the answer to a call that names a shard
   incarnation which is gone.
+
+A message's parts are columns (one tuple of names, one of sequence numbers
+or shapes), not an object per part: a push of 200 small keys pickles as
+fast as plain tuples.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -21,7 +33,8 @@ from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
 from ..compression import GradientCompression
 
-__all__ = ["ShardRestarted", "to_nd", "export", "CMD_OPTIMIZER", "CMD_MULTI_PRECISION",
+__all__ = ["Rank", "Init", "Push", "Pull", "PullReply", "RowSparse", "Compressed",
+           "ShardRestarted", "to_nd", "export", "CMD_OPTIMIZER", "CMD_MULTI_PRECISION",
            "CMD_STOP", "CMD_SYNC_MODE", "CMD_COMPRESSION", "CMD_PROFILER", "CMD_UPDATER",
            "CMD_LOAD_STATES"]
 
@@ -30,6 +43,83 @@ CMD_OPTIMIZER, CMD_MULTI_PRECISION, CMD_STOP, CMD_SYNC_MODE, CMD_COMPRESSION, \
     CMD_PROFILER = range(6)
 #: mxkv's own: a cloudpickled ``_set_updater`` callable; optimizer states to load
 CMD_UPDATER, CMD_LOAD_STATES = -1, -2
+
+
+#: who sends a push: a worker's rank, or the ranks a host's relay sums for (:mod:`.relay`)
+Rank = Union[int, Tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class Init:
+    """An init message's parts: ``names[i]`` has shape ``shapes[i]``."""
+
+    names: Tuple[Any, ...]
+    shapes: Tuple[Tuple[int, ...], ...]
+
+    @classmethod
+    def of(cls, pairs: Sequence[Tuple[Any, Tuple[int, ...]]]) -> "Init":
+        """From (name, shape) pairs."""
+        return cls(tuple(n for n, _ in pairs), tuple(tuple(s) for _, s in pairs))
+
+    def pairs(self) -> Iterator[Tuple[Any, Tuple[int, ...]]]:
+        return zip(self.names, self.shapes)
+
+    def durable_at(self, durable_of: Callable[[Any], int]) -> bool:
+        """Whether every part is on disk (an init is round 0), given each
+        part's durable round (-1: none)."""
+        return all(durable_of(n) >= 0 for n in self.names)
+
+
+@dataclass(frozen=True)
+class Push:
+    """A push message's parts: ``names[i]``'s push number ``seqs[i]`` (its round)."""
+
+    names: Tuple[Any, ...]
+    seqs: Tuple[int, ...]
+
+    @classmethod
+    def of(cls, pairs: Sequence[Tuple[Any, int]]) -> "Push":
+        """From (name, seq) pairs."""
+        return cls(tuple(n for n, _ in pairs), tuple(int(s) for _, s in pairs))
+
+    def pairs(self) -> Iterator[Tuple[Any, int]]:
+        return zip(self.names, self.seqs)
+
+    def durable_at(self, durable_of: Callable[[Any], int]) -> bool:
+        """Whether every part's round is on disk (the push need not be kept),
+        given each part's durable round (-1: none)."""
+        return all(durable_of(n) >= s for n, s in zip(self.names, self.seqs))
+
+
+@dataclass(frozen=True)
+class Pull(Push):
+    """A pull's parts: ``names[i]`` at the round of the puller's push ``seqs[i]``."""
+
+
+@dataclass(frozen=True)
+class PullReply:
+    """A pull's answer: ``ref`` (a :class:`~.shm.ShmBatch`, or an object-store
+    reference to the list of payloads) and each part's durable round."""
+
+    ref: Any
+    durable: Tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RowSparse:
+    """A row-sparse part's payload: its rows (``data``) and their indices,
+    relative to the part."""
+
+    data: np.ndarray
+    indices: np.ndarray
+
+
+@dataclass(frozen=True)
+class Compressed:
+    """A compressed push's payload: the packed gradient
+    (:mod:`~mxkv.kvstore.compression`)."""
+
+    packed: np.ndarray
 
 
 class ShardRestarted(MXNetError):
@@ -55,23 +145,22 @@ class ShardRestarted(MXNetError):
 def to_nd(payload: Any, shape: Tuple[int, ...], gc: Optional[GradientCompression]) -> Any:
     """A pushed payload as the NDArray the shard's local store sums."""
     ctx = cpu(0)
-    if isinstance(payload, tuple):
-        kind = payload[0]
-        if kind == "rsp":
-            return RowSparseNDArray(payload[1], payload[2], shape, ctx)
-        if kind == "gc":
-            if gc is None:
-                raise MXNetError("a compressed push reached a shard that has no gradient "
-                                 "compression set")
-            out = np.empty(shape, np.float32)
-            gc.dequantize(payload[1], out)
-            return NDArray(out, ctx)
-        raise MXNetError(f"unknown payload kind {kind!r}")
-    return NDArray(payload.reshape(shape), ctx)
+    if isinstance(payload, np.ndarray):
+        return NDArray(payload.reshape(shape), ctx)
+    if isinstance(payload, RowSparse):
+        return RowSparseNDArray(payload.data, payload.indices, shape, ctx)
+    if isinstance(payload, Compressed):
+        if gc is None:
+            raise MXNetError("a compressed push reached a shard that has no gradient "
+                             "compression set")
+        out = np.empty(shape, np.float32)
+        gc.dequantize(payload.packed, out)
+        return NDArray(out, ctx)
+    raise MXNetError(f"unknown payload {type(payload).__name__}")
 
 
 def export(stored: Any) -> Any:
     """The stored value of a part as a payload of plain arrays (not copied)."""
     if isinstance(stored, RowSparseNDArray):
-        return ("rsp", stored._data, stored._indices)
+        return RowSparse(stored._data, stored._indices)
     return stored._array

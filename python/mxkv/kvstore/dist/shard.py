@@ -52,6 +52,12 @@ from .messages import (
     CMD_STOP,
     CMD_SYNC_MODE,
     CMD_UPDATER,
+    Init,
+    Pull,
+    PullReply,
+    Push,
+    Rank,
+    RowSparse,
     ShardRestarted,
     to_nd,
 )
@@ -240,20 +246,20 @@ class ServerShard:
         return {"incarnation": self.incarnation, "pid": os.getpid(), "node": self.node,
                 "restored": self.restored, "rounds": self._rounds_of(names)}
 
-    async def init(self, incarnation: str, items: Sequence[Tuple[Any, Tuple[int, ...]]],
-                   payloads: Sequence[Any]) -> List[int]:
+    async def init(self, incarnation: str, parts: Init, payloads: Sequence[Any]) -> List[int]:
         """Store the initial values of parts (rank 0's); known parts are kept."""
-        names = [n for n, _ in items]
+        names = parts.names
         await self._check(incarnation, names)
         if isinstance(payloads, ShmBatch):   # (init copies what it stores)
             payloads = self.reader.views(payloads)
-        fresh = [(n, s, p) for (n, s), p in zip(items, payloads) if not self.book.has(n)]
+        fresh = [(n, s, p) for (n, s), p in zip(parts.pairs(), payloads)
+                 if not self.book.has(n)]
         if fresh:
             for name, shape, payload in fresh:
                 self.shapes[name] = tuple(shape)
                 self.book.add_part(name)
                 # the payload is immutable (the object store's): written as it is
-                self.dur.mark(name, "value", fresh=payload if isinstance(payload, tuple)
+                self.dur.mark(name, "value", fresh=payload if isinstance(payload, RowSparse)
                               else payload.reshape(shape))
             # the new parts alone go to the log, on the writer thread, while
             # this one copies them into the store
@@ -271,13 +277,14 @@ class ServerShard:
         await self._check(incarnation, names)
         await self.book.wait(lambda: self.book.pull_ready(-1, [(n, 0) for n in names]))
 
-    async def push(self, incarnation: str, rank: Any, items: Sequence[Tuple[Any, int]],
+    async def push(self, incarnation: str, rank: Rank, parts: Push,
                    payloads: Sequence[Any]) -> List[int]:
         """Accept push ``seq`` of ``rank`` for each (part, seq); returns the
         parts' durable rounds (pushes up to them need not be kept). ``rank``
         may be a tuple of ranks: a host's relay (:mod:`.relay`) sending the
         sum of those workers' pushes (``dist_sync``)."""
-        names = [n for n, _ in items]
+        names = parts.names
+        items = list(parts.pairs())
         await self._check(incarnation, names)
         from_shm = isinstance(payloads, ShmBatch)
         if from_shm:
@@ -392,13 +399,14 @@ class ServerShard:
                 self._idle = asyncio.Event()
             await self._idle.wait()
 
-    async def pull(self, incarnation: str, rank: int, items: Sequence[Tuple[Any, int]],
-                   shm: bool = False):
+    async def pull(self, incarnation: str, rank: int, parts: Pull,
+                   shm: bool = False) -> PullReply:
         """Wait until the (part, seq) pairs are served, then answer with an
         object-store reference to their values (a list, in item order), or
         with ``shm`` (a worker on this node) a :class:`~.shm.ShmBatch`
         where they lie when they are all dense."""
-        names = tuple(n for n, _ in items)
+        names = parts.names
+        items = list(parts.pairs())
         await self._check(incarnation, names)
         if not self.book.pull_ready(rank, items):
             await self.book.wait(lambda: self.book.pull_ready(rank, items))
@@ -424,13 +432,13 @@ class ServerShard:
             finally:
                 if keep.done() and self._keep_done is keep:
                     self._keep_done = None
-        return [reply.ref, self.dur.durable_of(names)]
+        return PullReply(reply.ref, tuple(self.dur.durable_of(names)))
 
-    async def row_sparse_pull(self, incarnation: str, rank: int,
-                              items: Sequence[Tuple[Any, int]],
-                              row_ids: Sequence[np.ndarray]) -> List[Tuple[np.ndarray, np.ndarray]]:
+    async def row_sparse_pull(self, incarnation: str, rank: int, parts: Pull,
+                              row_ids: Sequence[np.ndarray]) -> List[RowSparse]:
         """The rows ``row_ids`` (part-relative, sorted, unique) of row-sparse parts."""
-        names = [n for n, _ in items]
+        names = parts.names
+        items = list(parts.pairs())
         await self._check(incarnation, names)
         if not self.book.pull_ready(rank, items):
             await self.book.wait(lambda: self.book.pull_ready(rank, items))
@@ -442,7 +450,7 @@ class ServerShard:
                                             self.kv.stored_value(name).dtype),
                                    np.zeros(0, np.int64), shape, cpu(0))
             self.kv.row_sparse_pull(name, out=dst, row_ids=NDArray(np.asarray(ids), cpu(0)))
-            out.append((dst._data, dst._indices))
+            out.append(RowSparse(dst._data, dst._indices))
         return out
 
     def _take_published(self, names: Sequence[Any], batch: ShmBatch) -> None:

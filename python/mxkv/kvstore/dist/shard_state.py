@@ -21,10 +21,18 @@ from ..compression import GradientCompression
 from ..local import KVStore
 from .checkpoint import copy_state
 from .durability import Taken
-from .messages import export
+from .messages import RowSparse, export
 from .rounds import RoundBook
 
-__all__ = ["Restored", "restore", "record"]
+__all__ = ["Restored", "restore", "record", "record_value"]
+
+
+def record_value(payload: Any) -> Any:
+    """A part's value as the log holds it: a dense array, or a row-sparse
+    one as ``('rsp', data, indices)``."""
+    if isinstance(payload, RowSparse):
+        return ("rsp", payload.data, payload.indices)
+    return payload
 
 
 @dataclass
@@ -86,8 +94,8 @@ def record(taken: Taken, kv: KVStore, book: RoundBook, shapes: Dict[Any, Tuple[i
                                  "shape": shapes[name]}
         if "value" in fields:
             fresh = taken.fresh.get(name)
-            entry["value"] = fresh if fresh is not None else \
-                copy_state(export(kv.stored_value(name)))
+            entry["value"] = record_value(fresh) if fresh is not None else \
+                copy_state(record_value(export(kv.stored_value(name))))
         if "state" in fields:
             st = kv.updater_state(name) if updater_blob is None else None
             entry["state"] = None if st is None else pickle.dumps(st, protocol=5)
