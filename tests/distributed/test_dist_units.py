@@ -144,18 +144,19 @@ def test_a_shards_durable_rounds_release_only_what_was_sent_to_it():
     import threading
 
     from mxkv.kvstore.dist.channel import Channel, Message
+    from mxkv.kvstore.dist.messages import Push
 
     chan = Channel.__new__(Channel)
     chan.lock = threading.RLock()
     chan.durable = {}
     released = []
-    chan.kept = [[Message("push", s, [(7, 3)], None, release=lambda s=s: released.append(s))]
+    chan.kept = [[Message(s, Push.of([(7, 3)]), None, release=lambda s=s: released.append(s))]
                  for s in range(2)]
-    chan.note_durable(0, [(7, 3)], [3])
+    chan.note_durable(0, [7], [3])
     assert released == [0] and [len(k) for k in chan.kept] == [0, 1]
-    chan.note_durable(1, [(7, 3)], [2])     # not yet
+    chan.note_durable(1, [7], [2])     # not yet
     assert released == [0]
-    chan.note_durable(1, [(7, 3)], [3])
+    chan.note_durable(1, [7], [3])
     assert released == [0, 1] and chan.kept == [[], []]
 
 
@@ -353,19 +354,20 @@ class _Answers:
         self.timeouts = SimpleNamespace(stall=stall)
         self.sent, self.calls, self._future = [], [], Future
 
-    def send(self, msg, method):
+    def send(self, msg):
         from types import SimpleNamespace
 
         fut = self._future()
-        self.sent.append(msg.items[0][0])
+        self.sent.append(msg.parts.names[0])
         self.calls.append(fut)
         return SimpleNamespace(future=lambda: fut)
 
 
 def _msg(name):
-    from types import SimpleNamespace
+    from mxkv.kvstore.dist.channel import Message
+    from mxkv.kvstore.dist.messages import Push
 
-    return SimpleNamespace(items=[(name, 1)])
+    return Message(0, Push.of([(name, 1)]), None)
 
 
 def _until(cond, what):

@@ -776,7 +776,7 @@ class KVStore(KVStoreBase):
         return [v if v.dtype == dtype else v.astype(dtype) for v in values]
 
     @property
-    def updater(self) -> Optional[Callable]:
+    def updater(self) -> Any:
         """The updater pushes run (set by :meth:`set_optimizer` or
         ``_set_updater``), or None."""
         return self._updater
