@@ -24,6 +24,9 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "g
 KEYS = [3, 5]
 WRONG_LR = 123.0  # set on the resuming store when the file carries the optimizer
 SHAPES = {3: (2, 3), 5: (4,)}
+#: the cases of optimizers that update 2-D weights only (their own init and
+#: gradients are recorded with them)
+SHAPES_2D = {3: (2, 3), 5: (4, 5)}
 
 CASES = [
     # name, optimizer, kwargs, dump_optimizer
@@ -35,6 +38,9 @@ CASES = [
      {"learning_rate": 0.1, "momentum": 0.9, "multi_precision": True}, False),
     ("sgd_fp16_multi_precision_dump", "sgd",
      {"learning_rate": 0.1, "momentum": 0.9, "multi_precision": True}, True),
+    # a state that is not of the weight's shape: (rows, 1)
+    ("groupadagrad_states", "groupadagrad", {"learning_rate": 0.1}, False),
+    ("groupadagrad_dump", "groupadagrad", {"learning_rate": 0.1, "eps": 1e-4}, True),
 ]
 
 
@@ -43,31 +49,45 @@ def dtype_of(kwargs):
     return "float16" if kwargs.get("multi_precision") else "float32"
 
 
-def grads(step):
+def shapes_of(opt):
+    return SHAPES_2D if opt == "groupadagrad" else SHAPES
+
+
+def grads(step, shapes=SHAPES):
     rng = np.random.RandomState(100 + step)
-    return {k: rng.uniform(-1, 1, SHAPES[k]).astype(np.float32) for k in KEYS}
+    return {k: rng.uniform(-1, 1, shapes[k]).astype(np.float32) for k in KEYS}
+
+
+def initial(shapes):
+    return {k: np.arange(np.prod(shapes[k]), dtype=np.float32).reshape(shapes[k]) / 10
+            for k in KEYS}
 
 
 def main():
     import mxnet as mx
 
     os.makedirs(OUT, exist_ok=True)
-    init = {k: np.arange(np.prod(SHAPES[k]), dtype=np.float32).reshape(SHAPES[k]) / 10
-            for k in KEYS}
+    init = initial(SHAPES)
     out = {"keys": KEYS, "init": {str(k): v.tolist() for k, v in init.items()},
            "grads": [{str(k): v.tolist() for k, v in grads(s).items()} for s in range(3)],
            "cases": {}}
     for name, opt, kwargs, dump in CASES:
         path = os.path.join(OUT, name + ".states")
+        shapes = shapes_of(opt)
+        own = {} if shapes is SHAPES else {
+            "init": {str(k): v.tolist() for k, v in initial(shapes).items()},
+            "grads": [{str(k): v.tolist() for k, v in grads(s, shapes).items()}
+                      for s in range(3)]}
+        start = initial(shapes)
         kv = mx.kv.create("local")
         dt = dtype_of(kwargs)
-        kv.init(KEYS, [mx.nd.array(init[k], dtype=dt) for k in KEYS])
+        kv.init(KEYS, [mx.nd.array(start[k], dtype=dt) for k in KEYS])
         kv.set_optimizer(mx.optimizer.create(opt, **kwargs))
         for step in range(2):
-            g = grads(step)
+            g = grads(step, shapes)
             kv.push(KEYS, [mx.nd.array(g[k], dtype=dt) for k in KEYS])
         kv.save_optimizer_states(path, dump_optimizer=dump)
-        outs = [mx.nd.zeros(SHAPES[k], dtype=dt) for k in KEYS]
+        outs = [mx.nd.zeros(shapes[k], dtype=dt) for k in KEYS]
         kv.pull(KEYS, out=outs)
         at_save = {k: o.asnumpy() for k, o in zip(KEYS, outs)}
 
@@ -76,10 +96,10 @@ def main():
         resumed.set_optimizer(mx.optimizer.create(
             opt, **dict(kwargs, learning_rate=WRONG_LR if dump else kwargs["learning_rate"])))
         resumed.load_optimizer_states(path)
-        g = grads(2)
+        g = grads(2, shapes)
         resumed.push(KEYS, [mx.nd.array(g[k], dtype=dt) for k in KEYS])
         resumed.pull(KEYS, out=outs)
-        out["cases"][name] = {"optimizer": opt, "kwargs": kwargs, "dump_optimizer": dump,
+        out["cases"][name] = {**own, "optimizer": opt, "kwargs": kwargs, "dump_optimizer": dump,
                               "weights_at_save": {str(k): v.tolist()
                                                   for k, v in at_save.items()},
                               "resumed": {str(k): o.asnumpy().tolist()

@@ -51,6 +51,10 @@ class GroupAdaGrad(Optimizer):
         super().__init__(**kwargs)
         self.float_stable_eps = eps
 
+    def state_shape(self, weight_shape: tuple) -> tuple:
+        """``(rows, 1)``: one history value per row of the weight."""
+        return (tuple(weight_shape)[0], 1) if weight_shape else ()
+
     def create_state(self, index, weight):
         """The state of the weight at ``index``: the float32 ``(rows, 1)`` history, zeros, whatever
         the weight's dtype, on the weight's context.

@@ -355,6 +355,12 @@ class Optimizer:
 
     # ------------------------------------------------------------------ updates
 
+    def state_shape(self, weight_shape: tuple) -> tuple:
+        """The shape of the state arrays of a weight of ``weight_shape`` (a
+        loaded states file is checked against it, or the weight's shape):
+        the weight's, unless an optimizer keeps less (GroupAdaGrad: a row)."""
+        return tuple(weight_shape)
+
     def create_state(self, index: Index, weight: Any) -> Any:
         """Create the auxiliary state (momentum, moments, ...) of one weight.
 

@@ -267,19 +267,25 @@ class LoadedStates:
         self.optimizer = optimizer
         self.where = where
 
-    def check_shapes(self, shapes: Mapping[Any, tuple], op: str = "load_optimizer_states"
-                     ) -> None:
+    def check_shapes(self, shapes: Mapping[Any, tuple], op: str = "load_optimizer_states",
+                     optimizer: Optional[Optimizer] = None) -> None:
         """Raise :class:`MXNetValueError` unless every state of a key in
-        ``shapes`` holds arrays of that key's shape."""
+        ``shapes`` holds arrays of that key's shape (or of the state shape
+        ``optimizer`` keeps for it, :meth:`Optimizer.state_shape`: a
+        multi-precision state holds the weight's float32 copy besides)."""
         for key, state in self.states.items():
             want = shapes.get(key)
             if want is None:
                 continue
+            allowed = {tuple(want)}
+            if optimizer is not None:
+                allowed.add(tuple(optimizer.state_shape(tuple(want))))
             for got in _shapes(state):
-                if got != tuple(want):
+                if got not in allowed:
+                    kept = " or ".join(str(a) for a in sorted(allowed))
                     raise MXNetValueError(
                         f"{op}: {self.where} holds a state of shape {got} for key {key!r}, "
-                        f"which has shape {tuple(want)}")
+                        f"which has shape {tuple(want)} (states of shape {kept})")
 
 
 def read_states(data: bytes, where: str = "optimizer states") -> LoadedStates:

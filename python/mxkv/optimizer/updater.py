@@ -130,7 +130,7 @@ class Updater:
             return
         from .states_file import LoadedStates
         LoadedStates({index: self.states[index]}, None, where).check_shapes(
-            {index: tuple(shape)}, "update")
+            {index: tuple(shape)}, "update", self.optimizer)
         with self._lock:
             self._unchecked.pop(index, None)
 
@@ -165,7 +165,7 @@ class Updater:
     def install(self, loaded: Any, shapes: Optional[Mapping[Any, tuple]] = None) -> None:
         """Make checked states (``states_file.read_states``) this updater's, in one step."""
         if shapes is not None:
-            loaded.check_shapes(shapes)
+            loaded.check_shapes(shapes, optimizer=loaded.optimizer or self.optimizer)
         unchecked = {k: loaded.where for k in loaded.states
                      if shapes is None or k not in shapes}
         with self._lock:
