@@ -232,8 +232,8 @@ class ShardFailedError(DeadNodeError):
     def __init__(self, shard: int, host: str, path: str, cause: str, job: str = "") -> None:
         self.shard, self.host, self.path, self.cause, self.job = shard, host, path, cause, job
         of = f" of job {job!r}" if job else ""
-        super().__init__(f"server shard {shard}{of} on host {host} stopped: {cause} "
-                         f"(at {path})")
+        where = "" if path in cause else f" (at {path})"
+        super().__init__(f"server shard {shard}{of} on host {host} stopped: {cause}{where}")
 
     def __reduce__(self):
         return (ShardFailedError, (self.shard, self.host, self.path, self.cause, self.job))
