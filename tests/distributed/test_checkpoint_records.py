@@ -64,11 +64,7 @@ def _logs(tmp_path):
     w.close()
     out["whole state"] = (whole, 0)
     compacted = str(tmp_path / "compacted" / "shard-0.ckpt")
-    os.environ["MXKV_CHECKPOINT_SLACK_MB"] = "0"
-    try:
-        w = CheckpointLog(compacted, lambda r: None)
-    finally:
-        del os.environ["MXKV_CHECKPOINT_SLACK_MB"]
+    w = CheckpointLog(compacted, lambda r: None, slack=0)
     w.load()
     w.write_now(init)
     for i in range(3):

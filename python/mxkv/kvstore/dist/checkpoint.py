@@ -61,7 +61,7 @@ import threading
 import zlib
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ...base import MXNetIOError, env
+from ...base import MXNetIOError
 
 __all__ = ["CheckpointLog", "CorruptCheckpoint", "checkpoint_path", "copy_state",
            "merge_deltas", "apply_delta", "load_log", "open_private", "record_spans"]
@@ -313,16 +313,20 @@ class CheckpointLog:
     on_durable : callable
         ``on_durable(rounds)`` on the writer thread once a delta is on disk;
         ``rounds`` maps the parts it holds to their rounds.
+    slack : int
+        Bytes the log may grow past twice its live data before it is
+        compacted (``MXKV_CHECKPOINT_SLACK_MB``, :class:`~.config.DistConfig`).
     on_error : callable, optional
         ``on_error(exc)`` on the writer thread when a delta could not be written.
     """
 
     def __init__(self, path: str, on_durable: Callable[[Dict[Any, int]], None],
+                 slack: int = 32 << 20,
                  on_error: Optional[Callable[[BaseException], None]] = None) -> None:
         self.path = path
         self.on_durable = on_durable
+        self.slack = int(slack)
         self.on_error = on_error
-        self.slack = env("MXKV_CHECKPOINT_SLACK_MB", 32, int, minimum=0) * 1024 * 1024
         self._lock = threading.Condition()
         self._write_lock = threading.Lock()
         self._next: Optional[Delta] = None

@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...base import MXNetError, ShardFailedError, env
+from ...base import MXNetError, ShardFailedError
 from ...bridge.private import private_directory
 from ...context import cpu
 from ...ndarray import NDArray
@@ -43,6 +43,7 @@ from ..compression import GradientCompression
 from ..local import KVStore
 from .checkpoint import CheckpointLog, checkpoint_path
 from .checkpoint_dir import read_identity
+from .config import DistConfig
 from .durability import Durability
 from .job import NAMESPACE, coordinator_name, host_label, import_ray
 from .messages import (
@@ -92,23 +93,24 @@ class ServerShard:
     num_workers : int
     checkpoint_dir : str
         Where the log ``shard-<index>.ckpt`` lives (:mod:`.checkpoint`).
-    checkpoint_rounds : int
-        State-changing messages between checkpoints.
-    heartbeat : float
-        Seconds between heartbeats to the coordinator.
+    config : DistConfig
+        The store's knobs, as the shards' environment sets them
+        (:func:`~.cluster.create_job` reads them once, with ``environ``):
+        checkpoint rounds and slack, ``MXKV_KEEP_BYTES``, pull segments'
+        bytes, the heartbeat interval.
     environ : dict, optional
         Environment variables set in this process first (the job's
         ``--env`` / ``--env-server``; the process is this actor's alone).
     """
 
     def __init__(self, job: str, index: int, num_workers: int, checkpoint_dir: str,
-                 checkpoint_rounds: int = 4, heartbeat: float = 1.0,
-                 environ: Optional[Dict[str, str]] = None) -> None:
-        os.environ.update(environ or {})
+                 config: DistConfig, environ: Optional[Dict[str, str]] = None) -> None:
+        os.environ.update(environ or {})   # (for the user's code: updaters, optimizers)
         self.ray = import_ray()
         self.job = job
         self.index = int(index)
-        self.heartbeat_s = float(heartbeat)
+        self.config = config
+        self.heartbeat_s = config.timeouts.heartbeat
         self.incarnation = uuid.uuid4().hex
         self.kv = KVStore("local")
         # dist_sync until the first worker says (MXNet's kSyncMode command)
@@ -119,8 +121,7 @@ class ServerShard:
         self.cmd_seq = 0
         self.arrivals: collections.deque = collections.deque(maxlen=100000)
         # what changed since the last checkpoint, when one is due, what is durable
-        self.dur = Durability(checkpoint_rounds, env("MXKV_KEEP_BYTES", 512 << 20, int,
-                                                     minimum=1))
+        self.dur = Durability(config.checkpoint_rounds, config.keep_bytes)
         self.coordinator = self.ray.get_actor(coordinator_name(job), namespace=NAMESPACE)
         self.host = host_label()
         # a storage fault stops the shard for good: every call raises this
@@ -129,7 +130,8 @@ class ServerShard:
         self.run: Optional[str] = None   # this run of the job (checkpoint_dir.py)
         self._resumed_optimizer: Any = None
         self.writer = CheckpointLog(checkpoint_path(checkpoint_dir, self.index),
-                                    self.dur.on_durable, on_error=self._on_write_error)
+                                    self.dur.on_durable, config.checkpoint_slack_bytes,
+                                    on_error=self._on_write_error)
         self._beat_task: Optional[asyncio.Task] = None
         self.restored = False
         try:
@@ -147,7 +149,7 @@ class ServerShard:
         # written straight into a pull segment (no copy to publish)
         self.pub = Publication(self.kv, Publisher(
             self.data_dir, f"shard{self.index}-{self.incarnation[:8]}",
-            env("MXKV_SHM_PUBLISH_BYTES", 4 << 30, int, minimum=1)), self.ray.put)
+            config.shm_publish_bytes), self.ray.put)
         # dist_sync rounds are summed (and updated) on this thread, off the
         # event loop; while one runs, checkpoints wait (they read values)
         self._summer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mxkv-sum")

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...base import DeadNodeError, MXNetError, MXNetTimeoutError, env
+from ...base import DeadNodeError, MXNetError, MXNetTimeoutError
 from ...fileio import atomic_write, read_bytes
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
@@ -47,7 +47,7 @@ from .messages import (
     RowSparse,
 )
 from .sharding import Part, plan_key
-from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir, enabled, node_id
+from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir, node_id
 
 __all__ = ["DistKVStore"]
 
@@ -80,14 +80,14 @@ class DistKVStore(KVStore):
         if self._job.p3 and not self._sync:
             raise MXNetError("Asynchronous update is not supported in P3StoreDist: P3 "
                              "(DMLC_PS_VAN_TYPE=p3) works with dist_sync only")
-        self._bound = env("MXNET_KVSTORE_BIGARRAY_BOUND", 1000 * 1000, minimum=1)
-        self._p3_slice = env("MXNET_KVSTORE_SLICE_THRESHOLD", 40 * 1000, minimum=1) \
-            if self._job.p3 else 0
+        cfg = self._config = self._job.config
+        self._bound = cfg.bigarray_bound
+        self._p3_slice = cfg.slice_threshold if self._job.p3 else 0
         ray = connect(self._job.address)
         self._ray = ray
         self._coord = ray.get_actor(coordinator_name(self._job.job), namespace=NAMESPACE)
         t = self._job.timeouts
-        self._node = node_id(ray) if enabled() else None
+        self._node = node_id(ray) if cfg.shm else None
         self._rank = ray.get(self._coord.join.remote(self._job.rank, host_label(), self._node),
                              timeout=t.fail)
         mode = "sync" if self._sync else "async"
@@ -114,11 +114,11 @@ class DistKVStore(KVStore):
         self._optimizer_known = False
         # rank 0's inits in flight (bytes): past MXKV_KEEP_BYTES, init waits
         self._init_bytes = 0
-        self._init_bound = env("MXKV_KEEP_BYTES", 512 << 20, int, minimum=1)
+        self._init_bound = cfg.keep_bytes
         self._sender = None
         if self._job.p3:
             from .p3 import PrioritySender
-            self._sender = PrioritySender(self._chan)
+            self._sender = PrioritySender(self._chan, window=cfg.p3_window_bytes)
         self._stop = threading.Event()
         self._beat = threading.Thread(
             target=DistKVStore._heartbeat, name="mxkv-heartbeat", daemon=True,
@@ -201,8 +201,7 @@ class DistKVStore(KVStore):
                 and any(n != self._node for n in self._chan.nodes)):
             return False
         t = self._job.timeouts
-        aggregate = bool(env("MXKV_HOST_AGGREGATION", 1, int, minimum=0))
-        relay = self._ray.get(self._coord.relay.remote(self._node, t, aggregate),
+        relay = self._ray.get(self._coord.relay.remote(self._node, self._config),
                               timeout=t.fail)
         if relay is None:
             return False
