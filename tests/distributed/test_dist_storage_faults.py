@@ -24,6 +24,10 @@ from mxkv.kvstore.dist.job import Timeouts
 
 # a fail timeout far past what the tests allow: what they see comes sooner
 QUICK = Timeouts(stall=30.0, fail=120.0, heartbeat=0.3, dead=5.0)
+#: the issue's bound for a storage fault to reach every rank (it includes Ray
+#: restarting a killed shard's process, slow on a loaded machine): 2 s here
+#: when the machine is quiet
+WITHIN = 30.0
 SHAPES = [(6, 4), (5,)]
 
 
@@ -118,7 +122,7 @@ def test_a_corrupt_record_stops_the_shard_keeps_the_file_and_every_worker_is_tol
         assert kind == "ShardFailedError"
         assert path == aside and aside in message and f"{where}-checksum" in message
         assert host and f"on host {host}" in message
-        assert when - t < QUICK.dead + 10, when - t   # seconds, not the 120 s fail timeout
+        assert when - t < WITHIN, when - t   # seconds, not the 120 s fail timeout
     assert not os.path.exists(log)
     assert os.path.getsize(aside) == size   # kept whole: nothing cut off
 
@@ -134,7 +138,7 @@ def test_an_unreadable_job_identity_stops_a_restarted_shard_naming_it(
         assert result[0] == "failed", result
         _, message, path, host, when, _ = result
         assert IDENTITY in message and str(ckpt) in message and host in message
-        assert when - t < QUICK.dead + 10, when - t
+        assert when - t < WITHIN, when - t
 
 
 def test_a_full_disk_reaches_every_worker_in_seconds(jobs, tmp_path):
@@ -164,7 +168,7 @@ def test_a_full_disk_reaches_every_worker_in_seconds(jobs, tmp_path):
         for result in results:
             assert result[0] == "failed", result
             assert "No space left on device" in result[1] and "shard-0.ckpt" in result[1]
-            assert result[2] < QUICK.dead + 10, result
+            assert result[2] < WITHIN, result
         jobs.close()
     finally:
         subprocess.run(["umount", str(small)], check=True)
