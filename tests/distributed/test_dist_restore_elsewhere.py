@@ -145,9 +145,11 @@ def test_a_shard_whose_node_dies_restores_its_keys_on_the_other_node(tmp_path, m
             while not os.path.exists(flag):
                 assert time.monotonic() < deadline, ray.get(ref, timeout=1)
                 time.sleep(0.05)
-            # the log (and its spare: the log's earlier version, kept to write over)
-            assert sorted(os.listdir(ckpt)) in (["shard-0.ckpt"],
-                                                ["shard-0.ckpt", "shard-0.ckpt.spare"])
+            # the job's identity, the log (and its spare: the log's earlier
+            # version, kept to write over)
+            assert sorted(os.listdir(ckpt)) in (
+                ["mxkv-job.json", "shard-0.ckpt"],
+                ["mxkv-job.json", "shard-0.ckpt", "shard-0.ckpt.spare"])
             elsewhere = cluster.add_node(num_cpus=1, object_store_memory=150 * 1024 * 1024,
                                          resources={HOME: 1})
             cluster.wait_for_nodes()
