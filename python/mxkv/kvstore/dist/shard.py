@@ -247,8 +247,10 @@ class ServerShard:
         return {"incarnation": self.incarnation, "pid": os.getpid(), "node": self.node,
                 "restored": self.restored, "rounds": self._rounds_of(names)}
 
-    async def init(self, incarnation: str, parts: Init, payloads: Sequence[Any]) -> List[int]:
-        """Store the initial values of parts (rank 0's); known parts are kept."""
+    async def init(self, incarnation: str, parts: Init, payloads: Any) -> List[int]:
+        """Store the initial values of parts (rank 0's); known parts are kept.
+        ``payloads``: a list (:mod:`.messages`), or a :class:`~.shm.ShmBatch`
+        where they lie."""
         names = parts.names
         await self._check(incarnation, names)
         if isinstance(payloads, ShmBatch):   # (init copies what it stores)
@@ -279,11 +281,12 @@ class ServerShard:
         await self.book.wait(lambda: self.book.pull_ready(-1, [(n, 0) for n in names]))
 
     async def push(self, incarnation: str, rank: Rank, parts: Push,
-                   payloads: Sequence[Any]) -> List[int]:
+                   payloads: Any) -> List[int]:
         """Accept push ``seq`` of ``rank`` for each (part, seq); returns the
         parts' durable rounds (pushes up to them need not be kept). ``rank``
         may be a tuple of ranks: a host's relay (:mod:`.relay`) sending the
-        sum of those workers' pushes (``dist_sync``)."""
+        sum of those workers' pushes (``dist_sync``). ``payloads``: a list
+        (:mod:`.messages`), or a :class:`~.shm.ShmBatch` where they lie."""
         names = parts.names
         items = list(parts.pairs())
         await self._check(incarnation, names)
