@@ -152,11 +152,11 @@ def row_sparse_array(arg1: Any, shape: Any = None, ctx: Context | None = None,
         # (check_format reports them); a negative one is refused now, with
         # check_format's error (MXNet 1.9.1 keeps it, and corrupts its heap
         # when the array is read)
-        out = RowSparseNDArray(to_device(data, ctx, dt), to_device(idx, ctx, _INT64),
+        made = RowSparseNDArray(to_device(data, ctx, dt), to_device(idx, ctx, _INT64),
                                 shape, ctx)
         if idx.size and bool((idx < 0).any()):
-            out.check_format()   # (raises, naming the index)
-        return out
+            made.check_format()   # (raises, naming the index)
+        return made
     if isinstance(arg1, RowSparseNDArray):
         _check_shape(arg1.shape, shape)
         out = arg1.copyto(ctx)

@@ -218,7 +218,7 @@ def _records(buf: Any, path: str = "") -> Tuple[List[Tuple[int, Any]], int]:
     """The complete records in ``buf``: [(seq, delta)], and where the last
     ends (a torn last record is not counted). Raises
     :class:`CorruptCheckpoint` at the first record that fails its check."""
-    out = []
+    out: List[Tuple[int, Any]] = []
     pos, size = 0, len(buf)
     view = memoryview(buf)
     while pos < size:

@@ -47,17 +47,12 @@ def read_identity(directory: str) -> Optional[dict]:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        raise _at(path, MXNetIOError(f"checkpoint directory {directory!r}: cannot read "
-                                     f"{IDENTITY}: {exc}")) from exc
+        raise MXNetIOError(f"checkpoint directory {directory!r}: cannot read {IDENTITY}: "
+                           f"{exc}") from exc
     if not isinstance(ident, dict) or not {"job", "run"} <= set(ident):
-        raise _at(path, MXNetIOError(f"checkpoint directory {directory!r}: {IDENTITY} does "
-                                     f"not name a job and a run: {ident!r}"))
+        raise MXNetIOError(f"checkpoint directory {directory!r}: {IDENTITY} does not name a "
+                           f"job and a run: {ident!r}")
     return ident
-
-
-def _at(path: str, exc: MXNetIOError) -> MXNetIOError:
-    exc.path = path   # (the file at fault, as CorruptCheckpoint names it)
-    return exc
 
 
 def holds_logs(directory: str) -> bool:

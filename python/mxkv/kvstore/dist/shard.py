@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...base import MXNetError, ShardFailedError
+from ...base import MXNetError, MXNetIOError, ShardFailedError
 from ...bridge.private import private_directory
 from ...context import cpu
 from ...ndarray import NDArray
@@ -42,7 +42,7 @@ from ...optimizer.states_file import restricted_loads
 from ..compression import GradientCompression
 from ..local import KVStore
 from .checkpoint import CheckpointLog, checkpoint_path
-from .checkpoint_dir import read_identity
+from .checkpoint_dir import IDENTITY, read_identity
 from .config import DistConfig
 from .durability import Durability
 from .job import NAMESPACE, coordinator_name, host_label, import_ray
@@ -162,7 +162,11 @@ class ServerShard:
         """Check the checkpoint directory (private, this job's) and restore
         the log; whether there was one."""
         private_directory(directory, "checkpoint directory")
-        ident = read_identity(directory)
+        try:
+            ident = read_identity(directory)
+        except MXNetIOError as exc:   # (named as the file at fault)
+            self._fail(os.path.join(directory, IDENTITY), exc)
+            return False
         if ident is None or ident["job"] != self.job:
             whose = "no job" if ident is None else f"job {ident['job']!r}"
             raise MXNetError(f"checkpoint directory {directory!r} belongs to {whose}, not to "
@@ -340,8 +344,10 @@ class ServerShard:
         return {"incarnation": self.incarnation, "pid": os.getpid(), "node": self.node,
                 "restored": self.restored, "rounds": self._rounds_of(names)}
 
-    async def init(self, incarnation: str, parts: Init, payloads: Sequence[Any]) -> List[int]:
-        """Store the initial values of parts (rank 0's); known parts are kept."""
+    async def init(self, incarnation: str, parts: Init, payloads: Any) -> List[int]:
+        """Store the initial values of parts (rank 0's); known parts are kept.
+        ``payloads``: a list (:mod:`.messages`), or a :class:`~.shm.ShmBatch`
+        where they lie."""
         names = parts.names
         await self._check(incarnation, names)
         if isinstance(payloads, ShmBatch):   # (init copies what it stores)
@@ -372,11 +378,12 @@ class ServerShard:
         await self.book.wait(lambda: self.book.pull_ready(-1, [(n, 0) for n in names]))
 
     async def push(self, incarnation: str, rank: Rank, parts: Push,
-                   payloads: Sequence[Any]) -> List[int]:
+                   payloads: Any) -> List[int]:
         """Accept push ``seq`` of ``rank`` for each (part, seq); returns the
         parts' durable rounds (pushes up to them need not be kept). ``rank``
         may be a tuple of ranks: a host's relay (:mod:`.relay`) sending the
-        sum of those workers' pushes (``dist_sync``)."""
+        sum of those workers' pushes (``dist_sync``). ``payloads``: a list
+        (:mod:`.messages`), or a :class:`~.shm.ShmBatch` where they lie."""
         names = parts.names
         items = list(parts.pairs())
         await self._check(incarnation, names)

@@ -191,7 +191,7 @@ class PushPool:
         seg = self._acquire(size)
         for (off, d, s), a in zip(parts, arrays):
             np.copyto(seg.view(off, d, s), a, casting="no")
-        done = []
+        done: List[Any] = []
 
         def release() -> None:
             if not done:
