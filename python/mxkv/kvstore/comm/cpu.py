@@ -5,13 +5,14 @@ output; values on GPUs are first copied to a host staging buffer.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...context import empty_host
 from ...ndarray import NDArray
 from .base import Comm, copy_array
+from .reduce import disjoint
 
 __all__ = ["CommCPU"]
 
@@ -69,7 +70,49 @@ class CommCPU(Comm):
             copy_array(out._array, tmp)
         return out
 
+    def reduce_many(self, jobs: Sequence[Tuple[Any, List[NDArray], NDArray]]) -> None:
+        """Every job's sum into its ``out``; when all are independent host
+        arrays of one dtype per job, as one batch cut into equal shares for the
+        reducer's threads (``Reducer.sum_many``), else one job at a time."""
+        plain = _host_jobs([(out, srcs) for _, srcs, out in jobs])
+        if plain is None:
+            super().reduce_many(jobs)
+        else:
+            self.reducer.sum_many(plain)
+
+    def broadcast_many(self, jobs: Sequence[Tuple[Any, NDArray, List[NDArray]]]) -> None:
+        """Every job's copies, as :meth:`reduce_many` (``Reducer.copy_many``)."""
+        plain = _host_jobs([(src, dsts) for _, src, dsts in jobs], reads_first=True)
+        if plain is None:
+            super().broadcast_many(jobs)
+        else:
+            self.reducer.copy_many(plain)
+
     def _free(self) -> None:
         self._merge.clear()
         self._staging.clear()
         super()._free()
+
+
+def _host_jobs(jobs: Sequence[Tuple[Any, Any]], reads_first: bool = False) -> Optional[list]:
+    """``jobs`` (``(one, many)`` NDArrays: ``(out, srcs)``, or ``(src, dsts)``
+    when ``reads_first``) as the same pairs of numpy arrays, when all are
+    contiguous host arrays (no GPU context, simulated ones included) of one
+    dtype per job and no job writes memory another touches; None otherwise."""
+    plain, access = [], []
+    for one, many in jobs:
+        if one._ctx.device_typeid == 2:
+            return None
+        a = one._array
+        if type(a) is not np.ndarray or not a.flags.c_contiguous:
+            return None
+        dtype, arrays = a.dtype, []
+        for m in many:
+            b = m._array
+            if m._ctx.device_typeid == 2 or type(b) is not np.ndarray or \
+                    b.dtype != dtype or not b.flags.c_contiguous:
+                return None
+            arrays.append(b)
+        plain.append((a, arrays))
+        access.append(([a], arrays) if reads_first else (arrays, [a]))
+    return plain if disjoint(access) else None
