@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mxkv as mx
-from mxkv.kvstore.comm.reduce import Reducer, _cut, disjoint
+from mxkv.kvstore.comm.reduce import SHARES_PER_THREAD, Reducer, _cut, disjoint
 from mxkv.ndarray import NDArray
 
 # Sizes that straddle the threads' shares and the 16-element cut bounds.
@@ -154,7 +154,7 @@ def test_shares_cover_every_range_once_in_order_with_equal_weight(nthreads):
     assert max(weights) - min(weights) <= 2 * 16 * 6  # within two cuts' rounding
 
 
-def test_run_shares_runs_them_on_several_threads(monkeypatch):
+def test_run_shares_runs_every_share_once(monkeypatch):
     monkeypatch.setenv("MXNET_KVSTORE_BIGARRAY_BOUND", "10")
     monkeypatch.setenv("MXNET_KVSTORE_REDUCTION_NTHREADS", "2")
     r = Reducer()
@@ -169,5 +169,8 @@ def test_run_shares_runs_them_on_several_threads(monkeypatch):
         r.run_shares([(1000, 2, fn)])
     finally:
         r.close()
-    assert sorted((lo, hi) for _, lo, hi in seen) == [(0, 512), (512, 1000)]  # cut on 16s
-    assert len({t for t, _, _ in seen}) == 2
+    ranges = sorted((lo, hi) for _, lo, hi in seen)
+    assert len(ranges) == 2 * SHARES_PER_THREAD
+    bounds = [lo for lo, _ in ranges] + [1000]
+    assert [hi for _, hi in ranges] == bounds[1:] and bounds[0] == 0  # each element once
+    assert all(b % 16 == 0 for b in bounds[:-1])                      # cut on cache lines

@@ -5,7 +5,7 @@ output; values on GPUs are first copied to a host staging buffer.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -74,19 +74,35 @@ class CommCPU(Comm):
         """Every job's sum into its ``out``; when all are independent host
         arrays of one dtype per job, as one batch cut into equal shares for the
         reducer's threads (``Reducer.sum_many``), else one job at a time."""
-        plain = _host_jobs([(out, srcs) for _, srcs, out in jobs])
-        if plain is None:
+        plain = self._worth_batching(len(jobs), (out._array.size for _, _, out in jobs)) and \
+            _host_jobs([(out, srcs) for _, srcs, out in jobs])
+        if not plain:
             super().reduce_many(jobs)
         else:
             self.reducer.sum_many(plain)
 
     def broadcast_many(self, jobs: Sequence[Tuple[Any, NDArray, List[NDArray]]]) -> None:
         """Every job's copies, as :meth:`reduce_many` (``Reducer.copy_many``)."""
-        plain = _host_jobs([(src, dsts) for _, src, dsts in jobs], reads_first=True)
-        if plain is None:
+        plain = self._worth_batching(len(jobs), (src._array.size for _, src, _ in jobs)) and \
+            _host_jobs([(src, dsts) for _, src, dsts in jobs], reads_first=True)
+        if not plain:
             super().broadcast_many(jobs)
         else:
             self.reducer.copy_many(plain)
+
+    def _worth_batching(self, njobs: int, sizes: Iterable[int]) -> bool:
+        """Whether ``njobs`` jobs of ``sizes`` elements are worth the threads:
+        below the big-array bound in all, one job at a time costs less than
+        checking the batch (and one job splits on its own)."""
+        r = self.reducer
+        if r.nthreads == 1 or njobs < 2:
+            return False
+        total = 0
+        for n in sizes:
+            total += n
+            if total >= r.bigarray_bound:
+                return True
+        return False
 
     def _free(self) -> None:
         self._merge.clear()
@@ -101,18 +117,19 @@ def _host_jobs(jobs: Sequence[Tuple[Any, Any]], reads_first: bool = False) -> Op
     dtype per job and no job writes memory another touches; None otherwise."""
     plain, access = [], []
     for one, many in jobs:
-        if one._ctx.device_typeid == 2:
-            return None
         a = one._array
-        if type(a) is not np.ndarray or not a.flags.c_contiguous:
+        if one._ctx.device_typeid == 2 or type(a) is not np.ndarray:
             return None
         dtype, arrays = a.dtype, []
         for m in many:
             b = m._array
-            if m._ctx.device_typeid == 2 or type(b) is not np.ndarray or \
-                    b.dtype != dtype or not b.flags.c_contiguous:
+            if m._ctx.device_typeid == 2 or type(b) is not np.ndarray or b.dtype != dtype:
                 return None
             arrays.append(b)
         plain.append((a, arrays))
         access.append(([a], arrays) if reads_first else (arrays, [a]))
+    for _, written in access:
+        for w in written:
+            if not w.flags.c_contiguous:
+                return None  # (flattening it would copy: the write would be lost)
     return plain if disjoint(access) else None

@@ -28,6 +28,10 @@ __all__ = ["Reducer", "byte_bounds", "disjoint"]
 # in per-call overhead; beyond 2 MiB the partial sum falls out of L2.
 _CHUNK_BYTES = 2 << 20
 
+#: Shares of a batch per thread (``Reducer.run_shares``): a few, so the
+#: threads that run take over the work of one the machine does not.
+SHARES_PER_THREAD = 4
+
 
 class Reducer:
     """Sums lists of same-shaped host arrays into an output array.
@@ -106,21 +110,27 @@ class Reducer:
         self.run_shares(pieces)
 
     def run_shares(self, pieces: Sequence[Tuple[int, int, Callable[[int, int], None]]]) -> None:
-        """Run ``fn(lo, hi)`` over ``[0, n)`` for every ``(n, weight, fn)``, in
-        ``nthreads`` shares of equal ``n * weight`` (memory traffic: a piece is
-        cut where a share ends), or all on this thread below the big-array
-        bound. Each thread runs its share's ranges in order."""
+        """Run ``fn(lo, hi)`` over ``[0, n)`` for every ``(n, weight, fn)``: cut
+        into ``SHARES_PER_THREAD`` shares per thread of equal ``n * weight``
+        (memory traffic: a piece is cut where a share ends), which this
+        thread and the pool's take one at a time, so a thread the machine
+        does not schedule holds up only the share it has; all on this thread
+        below the big-array bound."""
         total = sum(n for n, _, _ in pieces)
         if total < self.bigarray_bound or self.nthreads == 1:
             for n, _, fn in pieces:
                 if n:
                     fn(0, n)
             return
-        shares = _cut(pieces, self.nthreads)
+        shares = iter(_cut(pieces, self.nthreads * SHARES_PER_THREAD))
+
+        def work() -> None:
+            for share in shares:  # (next() on a list iterator is atomic)
+                _run_ranges(share)
         pool = self._executor()
-        futures = [pool.submit(_run_ranges, share) for share in shares[1:]]
+        futures = [pool.submit(work) for _ in range(self.nthreads - 1)]
         try:
-            _run_ranges(shares[0])
+            work()
         finally:
             for f in futures:
                 f.result()
@@ -240,13 +250,14 @@ def disjoint(jobs: Sequence[Tuple[Sequence[np.ndarray], Sequence[np.ndarray]]]) 
     numpy are told apart by that allocation (cheap); when one is not, or two
     jobs use one allocation, by their byte ranges."""
     owner: dict = {}
+    mine = owner.setdefault
     for j, (reads, writes) in enumerate(jobs):
         for a in itertools.chain(writes, reads):
-            root = root_of(a)
-            if root.base is not None:  # memory from elsewhere (pinned, shared): ranges
-                return _disjoint_ranges(jobs)
-            seen = owner.setdefault(id(root), j)
-            if seen != j:
+            if a.base is not None:
+                a = root_of(a)
+                if a.base is not None:  # memory from elsewhere (pinned, shared): ranges
+                    return _disjoint_ranges(jobs)
+            if mine(id(a), j) != j:
                 return _disjoint_ranges(jobs)
     return True
 
