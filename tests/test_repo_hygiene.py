@@ -28,3 +28,30 @@ def test_only_the_verbatim_tutorials_carry_the_asf_header():
     phrase = " ".join(["Licensed to the", "Apache", "Software Foundation"])
     hits = _git_grep("-l", phrase, "--", ".", ":!clojure/tutorial")
     assert hits == []
+
+
+def test_the_dist_package_reads_no_private_field_of_the_local_store():
+    # tools/dist_private_reads.py: the embedding API (docs/architecture.md) only
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dist_private_reads",
+                                                  ROOT / "tools" / "dist_private_reads.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.reads(sorted(tool.DIST.glob("*.py"))) == []
+
+
+def test_the_private_read_check_finds_a_private_read(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dist_private_reads",
+                                                  ROOT / "tools" / "dist_private_reads.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    bad = tmp_path / "probe.py"
+    bad.write_text("def f(self, store, rsp):\n    self.kv._updater\n    store._data\n"
+                   "    rsp._data\n    self._comm\n    KVStore._stored\n"
+                   "    Updater.__new__(Updater)\n")
+    found = tool.reads([bad])
+    assert [line.split(": ", 1)[1] for line in found] == [
+        "self.kv._updater", "store._data", "KVStore._stored", "Updater.__new__"]

@@ -144,18 +144,19 @@ def test_a_shards_durable_rounds_release_only_what_was_sent_to_it():
     import threading
 
     from mxkv.kvstore.dist.channel import Channel, Message
+    from mxkv.kvstore.dist.messages import Push
 
     chan = Channel.__new__(Channel)
     chan.lock = threading.RLock()
     chan.durable = {}
     released = []
-    chan.kept = [[Message("push", s, [(7, 3)], None, release=lambda s=s: released.append(s))]
+    chan.kept = [[Message(s, Push.of([(7, 3)]), None, release=lambda s=s: released.append(s))]
                  for s in range(2)]
-    chan.note_durable(0, [(7, 3)], [3])
+    chan.note_durable(0, [7], [3])
     assert released == [0] and [len(k) for k in chan.kept] == [0, 1]
-    chan.note_durable(1, [(7, 3)], [2])     # not yet
+    chan.note_durable(1, [7], [2])     # not yet
     assert released == [0]
-    chan.note_durable(1, [(7, 3)], [3])
+    chan.note_durable(1, [7], [3])
     assert released == [0, 1] and chan.kept == [[], []]
 
 
@@ -353,19 +354,20 @@ class _Answers:
         self.timeouts = SimpleNamespace(stall=stall)
         self.sent, self.calls, self._future = [], [], Future
 
-    def send(self, msg, method):
+    def send(self, msg):
         from types import SimpleNamespace
 
         fut = self._future()
-        self.sent.append(msg.items[0][0])
+        self.sent.append(msg.parts.names[0])
         self.calls.append(fut)
         return SimpleNamespace(future=lambda: fut)
 
 
 def _msg(name):
-    from types import SimpleNamespace
+    from mxkv.kvstore.dist.channel import Message
+    from mxkv.kvstore.dist.messages import Push
 
-    return SimpleNamespace(items=[(name, 1)])
+    return Message(0, Push.of([(name, 1)]), None)
 
 
 def _until(cond, what):
@@ -443,3 +445,32 @@ def test_pickled_optimizer_states_count_as_live_data_in_the_log(tmp_path, monkey
     # two records (plus their headers) pass twice the live data: records 2 and 3
     # compact; were the states counted as nothing, every record would
     assert w.compactions == 2
+
+
+def test_states_scatter_to_shards_and_gather_back_without_ray():
+    from mxkv.kvstore.dist.states import gather_states, scatter_states
+    from mxkv.optimizer.states_file import read_states
+
+    kv = mx.kv.create("local")
+    kv.init(["a", "b"], [mx.nd.ones((6,)), mx.nd.ones((2, 2))])
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9))
+    kv.push(["a", "b"], [mx.nd.array([1, 2, 3, 4, 5, 6]), mx.nd.ones((2, 2))])
+    blob = kv.get_updater_states(dump_optimizer=True)
+    layouts = kv.layouts()
+    plans = {k: (plan_key(k, lay.shape, lay.stype, 2, 5, 0), lay) for k, lay in layouts.items()}
+    assert len(plans["a"][0]) == 2    # split over both shards
+    pieces = scatter_states(blob, plans, 2, "f.states")
+    per_shard = [read_states(p).states for p in pieces]
+    assert sorted(n for s in per_shard for n in s) == sorted(
+        [p.name for p in plans["a"][0]] + ["b"])
+    back = read_states(gather_states(pieces, plans, True))
+    want = read_states(blob)
+    assert sorted(back.states) == ["a", "b"]
+    for k in ("a", "b"):
+        assert back.states[k].asnumpy().tolist() == want.states[k].asnumpy().tolist()
+    assert back.optimizer.momentum == 0.9
+    with pytest.raises(MXNetError, match="holds a state for key 'a', which this store has "
+                                         "not initialized"):
+        scatter_states(blob, {"b": plans["b"]}, 2, "f.states")
+    with pytest.raises(MXNetError, match="no optimizer is set on the servers"):
+        gather_states([None, None], plans, False)

@@ -19,7 +19,7 @@ the first pushed value (as MXNet), and is summed in the key's dtype.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from .locks import KeyLocks
 from .small import SmallKeys
 from .stored import SHARE_MIN_BYTES, StoredValues
 
-__all__ = ["KVStore"]
+__all__ = ["KVStore", "KeyLayout"]
 
 
 def _stype(a: Any) -> str:
@@ -46,6 +46,15 @@ def _stype(a: Any) -> str:
 
 def _dtype_name(a: Any) -> str:
     return np.dtype(a.dtype).name
+
+
+class KeyLayout(NamedTuple):
+    """A key's shape, dtype (numpy's) and storage type (``'default'`` or
+    ``'row_sparse'``), as :meth:`KVStore.layouts` lists them."""
+
+    shape: Tuple[int, ...]
+    dtype: np.dtype
+    stype: str
 
 
 class KVStore(KVStoreBase):
@@ -300,20 +309,16 @@ class KVStore(KVStoreBase):
                 self._data.set(k, stored)
             self._updater(k, merged, stored)
 
-    @staticmethod
-    def _cast(vals: list, dtype: Any) -> list:
-        return [v if v.dtype == dtype else v.astype(dtype) for v in vals]
-
     def _merge_rows(self, k: Any, vals: list, dtype: Any) -> RowSparseNDArray:
         """The row-sparse sum of ``vals`` (dense ones as their nonzero rows), in ``dtype``."""
         rsp = [v if isinstance(v, RowSparseNDArray) else v.tostype("row_sparse") for v in vals]
-        return self._comm.reduce_row_sparse(k, self._cast(rsp, dtype))
+        return self._comm.reduce_row_sparse(k, self.cast(rsp, dtype))
 
     def _merge_dense(self, k: Any, vals: list, dtype: Any) -> NDArray:
         """The dense sum of ``vals`` for an updater: one value is passed as it is
         (as MXNet), several are summed into a merge buffer in ``dtype``."""
         dense = [v.tostype("default") if isinstance(v, RowSparseNDArray) else v for v in vals]
-        return self._comm.reduce(k, dense if len(dense) == 1 else self._cast(dense, dtype))
+        return self._comm.reduce(k, dense if len(dense) == 1 else self.cast(dense, dtype))
 
     def _store_rows(self, k: Any, merged: RowSparseNDArray) -> None:
         stored = self._data[k]
@@ -336,7 +341,7 @@ class KVStore(KVStoreBase):
             self._data.set(k, out)
         else:
             out = self._data.writable(k, keep=False)
-        sums.append((k, self._cast(dense, out.dtype), out))
+        sums.append((k, self.cast(dense, out.dtype), out))
 
     def push(self, key: Any, value: Any, priority: int = 0) -> None:
         """Push values: several values for one key are summed first.
@@ -739,6 +744,95 @@ class KVStore(KVStoreBase):
             if self._small is not None:
                 self._small.set_compression(True)
             self._comm.set_gradient_compression(gc)
+
+    # -- for code that embeds a store (docs/architecture.md) -------------------------
+    # A distributed server shard keeps its parts in a local store, and the
+    # states code reads a worker's keys: they use these, never the fields.
+    # Those that change the store hold the key's lock (updater states: every lock).
+    def stored_value(self, key: Any) -> Any:
+        """The value stored under ``key`` (NDArray or RowSparseNDArray), not
+        copied: the caller reads it and never writes into it. Taken without
+        a lock (it is a reference): reading it while a push of ``key`` runs
+        is the caller's to prevent.
+
+        Raises
+        ------
+        MXNetError
+            ``key`` has not been initialized.
+        """
+        return self._stored(key, "stored_value")
+
+    def layouts(self) -> Dict[Any, KeyLayout]:
+        """Every key's shape, dtype and storage type, in init order."""
+        with self._locks.hold_all():
+            return {k: KeyLayout(tuple(v.shape), np.dtype(v.dtype), _stype(v))
+                    for k, v in self._data.items()}
+
+    def replace_value(self, key: Any, value: NDArray) -> None:
+        """Make dense ``value`` (``key``'s shape and dtype, host memory) the
+        stored value of ``key``, kept without a copy: from now on the store
+        owns it, and nothing else writes into it."""
+        with self._locks.hold(key):
+            stored = self._stored(key, "replace_value")
+            if value.shape != stored.shape or np.dtype(value.dtype) != np.dtype(stored.dtype):
+                raise MXNetError(f"replace_value: key {key_name(key)} holds shape "
+                                 f"{stored.shape} {_dtype_name(stored)}, got "
+                                 f"{value.shape} {_dtype_name(value)}")
+            self._data.set(key, value)
+
+    def sum_into(self, key: Any, values: List[Any], out: NDArray) -> None:
+        """Store the sum of ``values`` (dense, each cast to ``out``'s dtype,
+        summed in order, as a push without an updater sums them) as the value
+        of ``key``, written into ``out``, which the store then keeps (as
+        :meth:`replace_value`). No updater runs: a store with one raises."""
+        with self._locks.hold(key):
+            if self._updater is not None:
+                raise MXNetError(f"sum_into: key {key_name(key)}: this store has an "
+                                 "updater; push the values instead")
+            self._stored(key, "sum_into")
+            self._comm.reduce(key, self.cast(values, out.dtype), out=out)
+            self._data.set(key, out)
+
+    @staticmethod
+    def cast(values: List[Any], dtype: Any) -> List[Any]:
+        """``values`` in ``dtype``: those of another dtype converted
+        (``astype``), the others as they are (the store's cast rule)."""
+        return [v if v.dtype == dtype else v.astype(dtype) for v in values]
+
+    @property
+    def updater(self) -> Any:
+        """The updater pushes run (set by :meth:`set_optimizer` or
+        ``_set_updater``), or None."""
+        return self._updater
+
+    @property
+    def keeps_states(self) -> bool:
+        """Whether the updater keeps per-key states that can be saved (an
+        optimizer's :class:`~mxkv.optimizer.Updater`)."""
+        return self._updater is not None and hasattr(self._updater, "get_states")
+
+    def updater_state(self, key: Any) -> Any:
+        """The updater's state of ``key`` (not copied: the updater goes on
+        writing into it), or None (no state yet, or no states kept)."""
+        states = getattr(self._updater, "states", None)
+        return None if states is None else states.get(key)
+
+    def get_updater_states(self, dump_optimizer: bool = False) -> bytes:
+        """The updater's states as a states file's bytes (with the optimizer
+        when ``dump_optimizer``), taken between pushes."""
+        with self._locks.hold_all():
+            return self._states_updater("get_updater_states").get_states(dump_optimizer)
+
+    def set_updater_states(self, data: bytes) -> None:
+        """Give the updater the states (and optimizer, if there is one) of a
+        states file's bytes; each state's shape is checked at its key's
+        next update."""
+        with self._locks.hold_all(with_init=True):
+            updater = self._states_updater("set_updater_states")
+            if not hasattr(updater, "set_states"):
+                raise MXNetError("set_updater_states: the updater set with _set_updater "
+                                 "cannot load states")
+            updater.set_states(data)
 
     # -- lifetime ------------------------------------------------------------------------
     def close(self) -> None:

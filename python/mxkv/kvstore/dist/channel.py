@@ -25,12 +25,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ...base import DeadNodeError, MXNetError, MXNetTimeoutError
 from .job import NAMESPACE, Timeouts, shard_name
-from .shard import ShardRestarted
+from .messages import Init, Push, Rank, ShardRestarted
 
 __all__ = ["Channel", "Message"]
 
@@ -39,14 +39,13 @@ log = logging.getLogger("mxkv.kvstore.dist")
 
 @dataclass
 class Message:
-    """An init or push message kept for resending: ``items`` are (part, seq)
-    (seq 0 for init) and ``ref`` the payloads in the object store."""
+    """An init or push message kept for resending: its ``parts`` (what it
+    names, :mod:`.messages`) and ``ref``, its payloads (an object-store
+    reference or a :class:`~.shm.ShmBatch`)."""
 
-    kind: str
     shard: int
-    items: List[Tuple[Any, Any]]
+    parts: Union[Init, Push]
     ref: Any
-    names: List[Any] = field(default_factory=list)
     #: called once when the message is no longer kept (hands a shared
     #: segment back to its pool, :mod:`.shm`)
     release: Optional[Callable[[], None]] = None
@@ -81,13 +80,14 @@ class Channel:
     job : str
     num_shards : int
     rank : int or tuple of int
-        The worker's rank; a relay's channel sends for a group of ranks.
+        The worker's rank; a relay's channel sends for a group of ranks
+        (:data:`.messages.Rank`).
     timeouts : Timeouts
     describe : callable
         ``describe(part_name) -> str``: how a part is named in messages.
     """
 
-    def __init__(self, ray: Any, job: str, num_shards: int, rank: int, timeouts: Timeouts,
+    def __init__(self, ray: Any, job: str, num_shards: int, rank: Rank, timeouts: Timeouts,
                  describe: Callable[[Any], str] = repr) -> None:
         self.ray = ray
         self.job = job
@@ -133,24 +133,24 @@ class Channel:
                 time.sleep(0.2)
 
     # ------------------------------------------------------------ sending
-    def send(self, msg: Message, method: str, *args: Any) -> Any:
+    def send(self, msg: Message) -> Any:
         """Send an init/push message and keep it until it is durable; returns
         the call's ref (done when the shard has answered)."""
         with self.lock:
             self.kept[msg.shard].append(msg)
-            ref = self._submit_message(msg, method, args)
+            ref = self._submit_message(msg)
             self.inflight.append((ref, msg))
         return ref
 
-    def _submit_message(self, msg: Message, method: str, args: tuple) -> Any:
+    def _submit_message(self, msg: Message) -> Any:
         shard = self.shards[msg.shard]
         inc = self.incarnation[msg.shard]
-        if method == "init":
-            return shard.init.remote(inc, msg.items, msg.ref)
+        if isinstance(msg.parts, Init):
+            return shard.init.remote(inc, msg.parts, msg.ref)
         if msg.relayed:
             return self.relay.push.remote(self.relay_incarnation, self.rank, msg.shard, inc,
-                                          msg.items, msg.ref)
-        return shard.push.remote(inc, self.rank, msg.items, msg.ref)
+                                          msg.parts, msg.ref)
+        return shard.push.remote(inc, self.rank, msg.parts, msg.ref)
 
     def reap(self, block: bool = False) -> None:
         """Collect finished pushes: forget durable messages, resync restarted
@@ -184,20 +184,21 @@ class Channel:
                     continue
                 error = error or cause
                 continue
-            self.note_durable(msg.shard, msg.items, durable)
+            self.note_durable(msg.shard, msg.parts.names, durable)
         if error is not None:
             raise error
 
-    def note_durable(self, shard: int, items: Sequence[Tuple[Any, Any]],
-                      durable: Sequence[int]) -> None:
+    def note_durable(self, shard: int, names: Sequence[Any], durable: Sequence[int]) -> None:
+        """Shard ``shard`` has ``names`` on disk up to rounds ``durable``:
+        forget the kept messages that covers."""
         with self.lock:
-            for (name, _), d in zip(items, durable):
+            for name, d in zip(names, durable):
                 if d > self.durable.get((shard, name), -1):
                     self.durable[(shard, name)] = d
+            durable_of = self.durable.get
             keep = []
             for m in self.kept[shard]:
-                if all(self.durable.get((shard, n), -1) >= (0 if m.kind == "init" else s)
-                       for n, s in m.items):
+                if m.parts.durable_at(lambda n: durable_of((shard, n), -1)):
                     if m.release is not None:
                         m.release()
                     continue
@@ -361,7 +362,8 @@ class Channel:
                 if moved and self.relocate is not None:
                     for m in self.kept[index]:
                         self.relocate(m)
-                self._resend(sorted(self.kept[index], key=lambda m: m.kind != "init"))
+                self._resend(sorted(self.kept[index],
+                                    key=lambda m: not isinstance(m.parts, Init)))
 
     def resync_relay(self) -> None:
         """Wait for this host's relay to be back (Ray restarts it), then
@@ -382,4 +384,4 @@ class Channel:
     def _resend(self, msgs: Sequence[Message]) -> None:
         """Submit kept messages again (holding :attr:`lock`)."""
         for m in msgs:
-            self.inflight.append((self._submit_message(m, m.kind, ()), m))
+            self.inflight.append((self._submit_message(m), m))

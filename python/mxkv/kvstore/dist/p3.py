@@ -57,7 +57,7 @@ class PrioritySender:
     Parameters
     ----------
     channel : Channel
-        Where messages go (``channel.send(msg, 'push')`` returns the call's ref).
+        Where messages go (``channel.send(msg)`` returns the call's ref).
     window : int, optional
         Bytes in flight at most (0: no bound); default ``MXKV_P3_WINDOW_BYTES``.
     stall : float, optional
@@ -92,7 +92,7 @@ class PrioritySender:
         with self._cv:
             order = next(self._order)
             heapq.heappush(self._heap, (-int(priority), order, msg, int(nbytes)))
-            for name, _ in msg.items:
+            for name in msg.parts.names:
                 self._queued.setdefault(name, collections.deque()).append(order)
             self._cv.notify_all()
 
@@ -123,7 +123,7 @@ class PrioritySender:
     def _eligible(self, entry: tuple) -> bool:
         """Whether no earlier push of any of the message's parts is still queued."""
         order = entry[1]
-        return all(self._queued[name][0] == order for name, _ in entry[2].items)
+        return all(self._queued[name][0] == order for name in entry[2].parts.names)
 
     def _best(self) -> Optional[tuple]:
         """The queued message to send next (left in the heap), or None."""
@@ -160,18 +160,18 @@ class PrioritySender:
                     self._cv.wait()
             self._heap.remove(entry)
             heapq.heapify(self._heap)
-            for name, _ in entry[2].items:
+            for name in entry[2].parts.names:
                 q = self._queued[name]
                 q.popleft()
                 if not q:
                     del self._queued[name]
             self._busy += 1
-            for name, _ in entry[2].items:
+            for name in entry[2].parts.names:
                 self._sending[name] = self._sending.get(name, 0) + 1
             self.inflight += 1
             self.inflight_bytes += entry[3]
             self._progress = time.monotonic()
-            self.sent.append([name for name, _ in entry[2].items])
+            self.sent.append(list(entry[2].parts.names))
             return entry
 
     def _answered(self, nbytes: int) -> None:
@@ -186,7 +186,7 @@ class PrioritySender:
             _, _, msg, nbytes = self._take()
             sent = False
             try:
-                ref = self.channel.send(msg, "push")
+                ref = self.channel.send(msg)
                 ref.future().add_done_callback(lambda _f, n=nbytes: self._answered(n))
                 sent = True
             except BaseException as exc:  # noqa: BLE001 - handed to the next flush
@@ -197,7 +197,7 @@ class PrioritySender:
                     self._answered(nbytes)
                 with self._cv:
                     self._busy -= 1
-                    for name, _ in msg.items:
+                    for name in msg.parts.names:
                         if self._sending[name] == 1:
                             del self._sending[name]
                         else:

@@ -42,7 +42,7 @@ import numpy as np
 from ...ndarray._util import empty_aligned
 from .channel import Call, Channel, Message
 from .job import Timeouts, import_ray
-from .shard import ShardRestarted
+from .messages import Push, ShardRestarted
 from .shm import Reader, ShmBatch, node_id
 
 __all__ = ["HostRelay", "relay_name"]
@@ -108,8 +108,8 @@ class HostRelay:
         return {"incarnation": self.incarnation, "node": self.node, "ranks": self.ranks}
 
     def push(self, incarnation: str, rank: int, shard: int, shard_incarnation: str,
-             items: Sequence[Tuple[Any, int]], payloads: Any) -> List[int]:
-        """Take worker ``rank``'s push of (part, seq) ``items`` for ``shard``;
+             parts: Push, payloads: Any) -> List[int]:
+        """Take worker ``rank``'s push of ``parts`` for ``shard``;
         sends on the rounds it completes. Returns the parts' durable rounds
         as far as the relay has heard (as a shard's push does)."""
         if incarnation != self.incarnation:
@@ -117,7 +117,7 @@ class HostRelay:
         if shard_incarnation != self.chan.incarnation[shard]:
             self.chan.resync(shard)    # the worker saw the shard restart first
         views = self.reader.views(payloads) if isinstance(payloads, ShmBatch) else payloads
-        names = [n for n, _ in items]
+        names = parts.names
         # a big key's parts on different shards share its name
         unknown = [n for n in names if (shard, n) not in self.parts]
         if unknown:   # first sight (or a restarted relay): what the shard has completed
@@ -129,7 +129,7 @@ class HostRelay:
             for name in unknown:
                 if (shard, name) not in self.parts:
                     self.parts[(shard, name)] = _Part(max(0, rounds.get(name, 0)))
-            for (name, seq), arr in zip(items, views):
+            for (name, seq), arr in zip(parts.pairs(), views):
                 part = self.parts[(shard, name)]
                 if part.done(seq):
                     continue          # sent on already: a re-sent push
@@ -165,7 +165,7 @@ class HostRelay:
                 self.buffers.setdefault((shard, name), []).append(buf)
                 self.parts[(shard, name)].mark_sent(seq)
             self.sent += 1
-        self.chan.send(Message("push", shard, [(n, s) for n, s, _ in complete], ref), "push")
+        self.chan.send(Message(shard, Push.of([(n, s) for n, s, _ in complete]), ref))
 
     def stalled(self) -> List[Tuple[int, Any, int, List[int]]]:
         """Rounds being gathered here: (shard, part, round, ranks of this host missing)."""

@@ -29,7 +29,7 @@ import concurrent.futures
 import os
 import pickle
 import uuid
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -38,67 +38,36 @@ from ...context import cpu
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
 from ...optimizer.states_file import restricted_loads
-from ...optimizer.states_writer import dumps as dump_states
 from ..compression import GradientCompression
 from ..local import KVStore
-from .checkpoint import CheckpointLog, checkpoint_path, copy_state
+from .checkpoint import CheckpointLog, checkpoint_path
+from .durability import Durability
 from .job import NAMESPACE, coordinator_name, import_ray
+from .messages import (
+    CMD_COMPRESSION,
+    CMD_LOAD_STATES,
+    CMD_MULTI_PRECISION,
+    CMD_OPTIMIZER,
+    CMD_PROFILER,
+    CMD_STOP,
+    CMD_SYNC_MODE,
+    CMD_UPDATER,
+    Init,
+    Pull,
+    PullReply,
+    Push,
+    Rank,
+    RowSparse,
+    ShardRestarted,
+    to_nd,
+)
+from .publication import Publication, Round
 from .rounds import RoundBook
-from .shm import Publisher, Reader, ShmBatch, as_arrays, data_dir, node_id, remove_stale
+from .shard_state import record, restore
+from .shm import Publisher, Reader, ShmBatch, data_dir, node_id, remove_stale
 
 __all__ = ["ServerShard", "ShardRestarted", "CMD_OPTIMIZER", "CMD_UPDATER",
            "CMD_LOAD_STATES", "CMD_COMPRESSION", "CMD_SYNC_MODE"]
-
-# MXNet's CommandType ids (kvstore.py's _get_kvstore_server_command_type)
-CMD_OPTIMIZER, CMD_MULTI_PRECISION, CMD_STOP, CMD_SYNC_MODE, CMD_COMPRESSION, \
-    CMD_PROFILER = range(6)
-#: mxkv's own: a cloudpickled ``_set_updater`` callable; optimizer states to load
-CMD_UPDATER, CMD_LOAD_STATES = -1, -2
-
-
-class ShardRestarted(MXNetError):
-    """The shard restarted since the caller last synced with it.
-
-    Attributes
-    ----------
-    incarnation : str
-        The new incarnation.
-    rounds : dict
-        Completed rounds of the parts the call named, as restored.
-    """
-
-    def __init__(self, incarnation: str, rounds: Dict[Any, int]) -> None:
-        super().__init__(f"server shard restarted (incarnation {incarnation[:8]})")
-        self.incarnation = incarnation
-        self.rounds = rounds
-
-    def __reduce__(self):
-        return (ShardRestarted, (self.incarnation, self.rounds))
-
-
-def _to_nd(payload: Any, shape: Tuple[int, ...], gc: Optional[GradientCompression]):
-    """A pushed payload as the NDArray the local store sums."""
-    ctx = cpu(0)
-    if isinstance(payload, tuple):
-        kind = payload[0]
-        if kind == "rsp":
-            return RowSparseNDArray(payload[1], payload[2], shape, ctx)
-        if kind == "gc":
-            if gc is None:
-                raise MXNetError("a compressed push reached a shard that has no gradient "
-                                 "compression set")
-            out = np.empty(shape, np.float32)
-            gc.dequantize(payload[1], out)
-            return NDArray(out, ctx)
-        raise MXNetError(f"unknown payload kind {kind!r}")
-    return NDArray(payload.reshape(shape), ctx)
-
-
-def _export(stored: Any) -> Any:
-    """The stored value of a part as plain arrays (not copied)."""
-    if isinstance(stored, RowSparseNDArray):
-        return ("rsp", stored._data, stored._indices)
-    return stored._array
 
 
 class ServerShard:
@@ -137,22 +106,12 @@ class ServerShard:
         self.gc: Optional[GradientCompression] = None
         self.updater_blob: Optional[bytes] = None
         self.cmd_seq = 0
-        self.durable: Dict[Any, int] = {}
         self.arrivals: collections.deque = collections.deque(maxlen=100000)
-        self._snapshots: "collections.OrderedDict[tuple, Any]" = collections.OrderedDict()
-        self._since_ckpt = 0
-        self._due = 0
-        self.checkpoint_rounds = max(1, int(checkpoint_rounds))
-        # What changed since the last checkpoint (part -> {'value', 'state'}),
-        # values of those parts nothing will write to (an init's payload, a
-        # pull's snapshot), and whether the optimizer changed.
-        self._dirty: Dict[Any, set] = {}
-        self._fresh: Dict[Any, Any] = {}
-        self._versions: Dict[Any, int] = {}
-        self._meta_dirty = False
-        self._reset_states = False
+        # what changed since the last checkpoint, when one is due, what is durable
+        self.dur = Durability(checkpoint_rounds, env("MXKV_KEEP_BYTES", 512 << 20, int,
+                                                     minimum=1))
         self.writer = CheckpointLog(checkpoint_path(checkpoint_dir, self.index),
-                                    self._on_durable)
+                                    self.dur.on_durable)
         self._beat_task: Optional[asyncio.Task] = None
         self.restored = self._restore()
         self.coordinator = self.ray.get_actor(coordinator_name(job), namespace=NAMESPACE)
@@ -162,18 +121,12 @@ class ServerShard:
         self.data_dir = data_dir(job)
         remove_stale(self.data_dir, f"shard{self.index}-")   # an earlier incarnation's
         self.reader = Reader()
-        self.keep_bytes = env("MXKV_KEEP_BYTES", 512 << 20, int, minimum=1)
-        self._pushed = 0
         self._keep_done: Optional[asyncio.Future] = None
-        self.publisher = Publisher(self.data_dir, f"shard{self.index}-{self.incarnation[:8]}",
-                                   env("MXKV_SHM_PUBLISH_BYTES", 4 << 30, int, minimum=1))
-        self._pinned: List[str] = []   # pull segments the next checkpoint reads
-        # dist_sync sums without an updater are written straight into a pull
-        # segment, which then holds the stored values (no copy to publish):
-        # names -> (their rounds, the batch); part -> the names it went with
-        self._summed: Dict[tuple, Tuple[tuple, ShmBatch]] = {}
-        self._backing: Dict[Any, tuple] = {}
-        self.sums_published = 0
+        # where pulls are answered from; dist_sync sums without an updater are
+        # written straight into a pull segment (no copy to publish)
+        self.pub = Publication(self.kv, Publisher(
+            self.data_dir, f"shard{self.index}-{self.incarnation[:8]}",
+            env("MXKV_SHM_PUBLISH_BYTES", 4 << 30, int, minimum=1)), self.ray.put)
         # dist_sync rounds are summed (and updated) on this thread, off the
         # event loop; while one runs, checkpoints wait (they read values)
         self._summer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mxkv-sum")
@@ -186,133 +139,61 @@ class ServerShard:
         state = self.writer.load()
         if state is None:
             return False
-        rounds, seen, states = {}, {}, {}
-        for name, entry in state["parts"].items():
-            value, shape = entry["value"], tuple(entry["shape"])
-            if isinstance(value, tuple):
-                self.kv.init(name, RowSparseNDArray(value[1], value[2], shape, cpu(0)))
-            else:
-                self.kv.init(name, NDArray(value, cpu(0)))   # copies out of the log
-            self.shapes[name] = shape
-            rounds[name], seen[name] = entry["round"], entry["seen"]
-            if entry.get("state") is not None:
-                states[name] = entry["state"]
-        meta = state["meta"]
-        self.book.sync = meta.get("sync", True)
-        self.book.restore({"rounds": rounds, "seen": seen})
-        self.durable = dict(rounds)
-        if meta.get("gc"):
-            self.gc = GradientCompression.create(meta["gc"])
-        updater = meta.get("updater")
-        if updater is not None and updater[0] == "blob":
-            self._apply_updater_blob(updater[1])
-        elif updater is not None and updater[0] == "optimizer":
-            optimizer = pickle.loads(updater[1])
-            self.kv.set_optimizer(optimizer)
-            thawed = {name: pickle.loads(st) for name, st in states.items()}
-            self.kv._updater.set_states(dump_states((thawed, optimizer)))
-        self.cmd_seq = meta.get("cmd_seq", 0)
+        got = restore(state, self.kv, self.book)
+        self.shapes, self.gc, self.cmd_seq = got.shapes, got.gc, got.cmd_seq
+        self.dur.durable = dict(got.rounds)
+        if got.updater_blob is not None:
+            self._apply_updater_blob(got.updater_blob)
         return True
-
-    def _mark(self, name: Any, *fields: str, fresh: Any = None) -> None:
-        """Note that ``fields`` ('value', 'state') of part ``name`` changed;
-        ``fresh``: the new value, when nothing will ever write into it."""
-        self._dirty.setdefault(name, set()).update(fields)
-        self._versions[name] = self._versions.get(name, 0) + 1
-        if fresh is not None:
-            self._fresh[name] = fresh
-        else:
-            self._fresh.pop(name, None)
 
     def _mark_update(self, name: Any) -> None:
         """A push changed part ``name``'s value (and optimizer state, with one)."""
-        if self.kv._updater is not None and hasattr(self.kv._updater, "get_states"):
-            self._mark(name, "value", "state")
-            self._meta_dirty = True      # the optimizer's update counts
+        if self.kv.keeps_states:
+            self.dur.mark(name, "value", "state")
+            self.dur.mark_meta()      # the optimizer's update counts
         else:
-            self._mark(name, "value")
-
-    def _delta(self) -> dict:
-        """What changed since the last checkpoint, safe to write while the
-        shard goes on: values nothing writes to are taken as they are, the
-        others copied (only those of changed parts)."""
-        updater = self.kv._updater
-        states = getattr(updater, "states", {}) if self.updater_blob is None else {}
-        parts = {}
-        for name, fields in self._dirty.items():
-            entry: Dict[str, Any] = {"round": self.book.rounds[name],
-                                     "seen": dict(self.book.seen[name]),
-                                     "shape": self.shapes[name]}
-            if "value" in fields:
-                fresh = self._fresh.get(name)
-                entry["value"] = fresh if fresh is not None else \
-                    copy_state(_export(self.kv._stored(name, "checkpoint")))
-            if "state" in fields:
-                st = states.get(name)
-                # (a pickle is a copy: the updater goes on writing into st)
-                entry["state"] = None if st is None else pickle.dumps(st, protocol=5)
-            parts[name] = entry
-        meta: Dict[str, Any] = {"sync": self.book.sync, "cmd_seq": self.cmd_seq,
-                                "gc": self.gc.get_params() if self.gc else None,
-                                "reset_states": self._reset_states}
-        if self._meta_dirty:
-            if self.updater_blob is not None:
-                meta["updater"] = ("blob", self.updater_blob)
-            elif updater is not None and hasattr(updater, "get_states"):
-                meta["updater"] = ("optimizer", pickle.dumps(updater.optimizer))
-            else:
-                meta["updater"] = None
-        self._dirty, self._fresh = {}, {}
-        self._meta_dirty = self._reset_states = False
-        return {"parts": parts, "meta": meta}
-
-    def _on_durable(self, rounds: Dict[Any, int]) -> None:
-        self.durable.update(rounds)
+            self.dur.mark(name, "value")
 
     def _changed(self, force: bool = False) -> None:
-        """Count a state change; every ``checkpoint_rounds`` changes a
-        checkpoint is due. A due checkpoint waits one message for a pull
-        that publishes the changed parts (then their values are not copied)."""
-        self._since_ckpt += 1
-        if force or self._due:
+        """Count a state change; checkpoint when the book says so."""
+        if self.dur.changed(force):
             self._checkpoint()
-        elif self._since_ckpt >= self.checkpoint_rounds:
-            self._due = 1
 
     def _checkpoint(self, callback: Any = None) -> None:
         if self._summing:
-            # a round is being summed into stored values: the delta would read
+            # a round is being summed into stored values: the record would read
             # them half written; it is taken once the sums are done
             self._deferred.append(callback)
             return
-        self._since_ckpt = 0
-        self._due = 0
-        self._pushed = 0   # the pushes so far are covered once this is written
-        pinned, self._pinned = self._pinned, []
-        if pinned:   # pull segments the delta may read: let go once it is written
+        taken = self.dur.take()
+        if taken.pinned:   # pull segments the record may read: let go once it is written
             loop = asyncio.get_running_loop()
             inner = callback
 
             def callback(error: Optional[BaseException]) -> None:
-                loop.call_soon_threadsafe(self._unpin, pinned)
+                loop.call_soon_threadsafe(self.pub.unpin, taken.pinned)
                 if inner is not None:
                     inner(error)
-        if self._dirty or self._meta_dirty or callback is not None:
-            self.writer.submit(self._delta(), callback)
-
-    def _unpin(self, paths: Sequence[str]) -> None:
-        for path in paths:
-            self.publisher.unpin(path)
+        if not taken.empty() or callback is not None:
+            self.writer.submit(record(taken, self.kv, self.book, self.shapes,
+                                      updater_blob=self.updater_blob, gc=self.gc,
+                                      cmd_seq=self.cmd_seq), callback)
 
     def _durable_future(self) -> "asyncio.Future":
         """Checkpoint what changed now; the future is done once it is on disk."""
         loop = asyncio.get_running_loop()
         done = loop.create_future()
 
+        def settle(error: Optional[BaseException]) -> None:
+            if done.done():
+                return
+            if error is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(None)
+
         def finished(error: Optional[BaseException]) -> None:
-            loop.call_soon_threadsafe(
-                lambda: done.done() or (done.set_exception(error) if error else
-                                        done.set_result(None)))
+            loop.call_soon_threadsafe(settle, error)
         self._checkpoint(finished)
         return done
 
@@ -365,44 +246,45 @@ class ServerShard:
         return {"incarnation": self.incarnation, "pid": os.getpid(), "node": self.node,
                 "restored": self.restored, "rounds": self._rounds_of(names)}
 
-    async def init(self, incarnation: str, items: Sequence[Tuple[Any, Tuple[int, ...]]],
-                   payloads: Sequence[Any]) -> List[int]:
+    async def init(self, incarnation: str, parts: Init, payloads: Sequence[Any]) -> List[int]:
         """Store the initial values of parts (rank 0's); known parts are kept."""
-        names = [n for n, _ in items]
+        names = parts.names
         await self._check(incarnation, names)
         if isinstance(payloads, ShmBatch):   # (init copies what it stores)
             payloads = self.reader.views(payloads)
-        fresh = [(n, s, p) for (n, s), p in zip(items, payloads) if not self.book.has(n)]
+        fresh = [(n, s, p) for (n, s), p in zip(parts.pairs(), payloads)
+                 if not self.book.has(n)]
         if fresh:
             for name, shape, payload in fresh:
                 self.shapes[name] = tuple(shape)
                 self.book.add_part(name)
                 # the payload is immutable (the object store's): written as it is
-                self._mark(name, "value", fresh=payload if isinstance(payload, tuple)
-                           else payload.reshape(shape))
+                self.dur.mark(name, "value", fresh=payload if isinstance(payload, RowSparse)
+                              else payload.reshape(shape))
             # the new parts alone go to the log, on the writer thread, while
             # this one copies them into the store
             durable = self._durable_future()
             for name, shape, payload in fresh:
-                self.kv.init(name, _to_nd(payload, tuple(shape), None))
+                self.kv.init(name, to_nd(payload, tuple(shape), None))
             await self.book.changed()
             # the answer says they are durable, so rank 0 lets go of the payload now
             # (its segment, on the same-host path: the log was written from it)
             await self._wait_durable(durable)
-        return [self.durable.get(n, -1) for n in names]
+        return self.dur.durable_of(names)
 
     async def wait_init(self, incarnation: str, names: Sequence[Any]) -> None:
         """Wait until rank 0 has initialized every part in ``names``."""
         await self._check(incarnation, names)
         await self.book.wait(lambda: self.book.pull_ready(-1, [(n, 0) for n in names]))
 
-    async def push(self, incarnation: str, rank: Any, items: Sequence[Tuple[Any, int]],
+    async def push(self, incarnation: str, rank: Rank, parts: Push,
                    payloads: Sequence[Any]) -> List[int]:
         """Accept push ``seq`` of ``rank`` for each (part, seq); returns the
         parts' durable rounds (pushes up to them need not be kept). ``rank``
         may be a tuple of ranks: a host's relay (:mod:`.relay`) sending the
         sum of those workers' pushes (``dist_sync``)."""
-        names = [n for n, _ in items]
+        names = parts.names
+        items = list(parts.pairs())
         await self._check(incarnation, names)
         from_shm = isinstance(payloads, ShmBatch)
         if from_shm:
@@ -412,7 +294,7 @@ class ServerShard:
         if not self.book.ready_to_accept(rank, items):
             await self.book.wait(lambda: self.book.ready_to_accept(rank, items))
             await self._check(incarnation, names)
-        if not self.book.sync and self.kv._updater is None:
+        if not self.book.sync and self.kv.updater is None:
             raise MXNetError("dist_async applies every push with the optimizer, and none is "
                              "set: call kv.set_optimizer(...) before pushing")
         changed = False
@@ -424,8 +306,8 @@ class ServerShard:
                 continue
             self.arrivals.append((rank, name))
             if what == "apply":
-                self._privatize([name])
-                self.kv.push(name, _to_nd(payload, self.shapes[name], self.gc))
+                self.pub.privatize([name])
+                self.kv.push(name, to_nd(payload, self.shapes[name], self.gc))
                 self._mark_update(name)
                 changed = True
             elif what == "complete":
@@ -439,11 +321,12 @@ class ServerShard:
                 self.book.complete(name)
                 self._mark_update(name)
             if summed is not None:
-                self._note_summed(*summed)
+                self.pub.note_summed(*summed, tuple(self.book.rounds[n] for n in summed[0]))
             changed = True
-        self._pushed += sum(p.nbytes for p in payloads if isinstance(p, np.ndarray))
+        past_keep = self.dur.pushed(sum(p.nbytes for p in payloads
+                                        if isinstance(p, np.ndarray)))
         if changed:
-            if self._pushed >= self.keep_bytes:
+            if past_keep:
                 # the workers keep every push until a checkpoint covers it:
                 # past MXKV_KEEP_BYTES of them, checkpoint now (a big key's
                 # pushes are not kept round after round; the checkpoint
@@ -453,87 +336,31 @@ class ServerShard:
                 else:
                     self._checkpoint()
             else:
-                if summed is not None and self._wanted(summed[0]):
+                if summed is not None and self.dur.wanted(summed[0]):
                     self._take_published(*summed)   # a due checkpoint reads them there
                 self._changed()
             await self.book.changed()
-        return [self.durable.get(n, -1) for n in names]
+        return self.dur.durable_of(names)
 
-    def _sum(self, rounds: Sequence[Tuple[Any, Tuple[int, ...], List[Any]]],
-             from_shm: bool) -> Optional[Tuple[tuple, ShmBatch]]:
-        """Sum (or update with) complete rounds, (part, shape, pushes) each (on
-        the summer). Returns (names, batch) when the sums were written into a
-        pull segment (:meth:`_sum_published`), else None."""
-        if self._publishes_sums(rounds):
+    def _sum(self, rounds: Sequence[Round], from_shm: bool
+             ) -> Optional[Tuple[tuple, ShmBatch]]:
+        """Sum (or update with) complete rounds (on the summer). Returns
+        (names, batch) when the sums were written into a pull segment
+        (:meth:`.Publication.sum_published`), else None."""
+        if self.pub.can_sum(rounds, self.book.sync, self.gc):
             try:
-                return self._sum_published(rounds)
+                return self.pub.sum_published(rounds)
             except OSError:    # the job's directory is gone (it is ending)
                 pass
-        self._privatize([n for n, _, _ in rounds])
+        self.pub.privatize([n for n, _, _ in rounds])
         for name, shape, pushes in rounds:
-            vals = [_to_nd(p, shape, self.gc) for p in pushes]
-            if from_shm and len(vals) == 1 and self.kv._updater is None:
+            vals = [to_nd(p, shape, self.gc) for p in pushes]
+            if from_shm and len(vals) == 1 and self.kv.updater is None:
                 # the store would keep this buffer by reference, and the
                 # worker reuses it once durable: store a copy
                 vals = [NDArray(np.array(vals[0]._array), vals[0].context)]
             self.kv.push(name, vals)
         return None
-
-    def _publishes_sums(self, rounds: Sequence[Tuple[Any, Tuple[int, ...], List[Any]]]) -> bool:
-        """Whether complete rounds can be summed straight into a pull segment:
-        dense host values and pushes, no updater (which writes the stored
-        value in place), no compression."""
-        if self.kv._updater is not None or self.gc is not None or not self.book.sync:
-            return False
-        values = self.kv._data.values
-        for name, _shape, pushes in rounds:
-            st = values.get(name)
-            if type(st) is not NDArray or type(st._array) is not np.ndarray:
-                return False
-            if any(type(p) is not np.ndarray for p in pushes):
-                return False
-        return True
-
-    def _sum_published(self, rounds: Sequence[Tuple[Any, Tuple[int, ...], List[Any]]]
-                       ) -> Tuple[tuple, ShmBatch]:
-        """Sum each round into the next pull segment of these parts, which
-        then holds their stored values: published without a copy (copy 3 of
-        the data path, docs/distributed.md). Nothing writes into a stored
-        value that lies there (other writes go to a private copy first,
-        :meth:`_privatize`), and a publication that comes back to that
-        segment copies each value onto itself."""
-        names = tuple(n for n, _, _ in rounds)
-        values = self.kv._data.values
-        stored = [values[n]._array for n in names]
-        seg, parts, gen = self.publisher.begin(names, stored)
-        ctx = cpu(0)
-        for (name, shape, pushes), part, st in zip(rounds, parts, stored):
-            out = NDArray(seg.view(*part), ctx)
-            vals = KVStore._cast([_to_nd(p, shape, None) for p in pushes], st.dtype)
-            self.kv._comm.reduce(name, vals, out=out)
-            self.kv._data.set(name, out)
-        self.sums_published += 1
-        return names, self.publisher.end(seg, parts, gen)
-
-    def _note_summed(self, names: tuple, batch: ShmBatch) -> None:
-        """Pulls of ``names`` at their new rounds are answered with ``batch``."""
-        for n in names:
-            old = self._backing.get(n)
-            if old is not None and old != names:
-                self._summed.pop(old, None)   # (its other parts: a pull publishes them)
-            self._backing[n] = names
-        self._summed[names] = (tuple(self.book.rounds[n] for n in names), batch)
-
-    def _privatize(self, names: Iterable[Any]) -> None:
-        """Stored values that lie in a pull segment move to a buffer of their
-        own (before anything writes into them in place)."""
-        for name in names:
-            owner = self._backing.pop(name, None)
-            if owner is None:
-                continue
-            self._summed.pop(owner, None)
-            self.kv._data.set(name, NDArray(copy_state(self.kv._data.values[name]._array),
-                                            cpu(0)))
 
     async def _sum_rounds(self, names: Sequence[Any], from_shm: bool
                           ) -> Optional[Tuple[tuple, ShmBatch]]:
@@ -572,13 +399,14 @@ class ServerShard:
                 self._idle = asyncio.Event()
             await self._idle.wait()
 
-    async def pull(self, incarnation: str, rank: int, items: Sequence[Tuple[Any, int]],
-                   shm: bool = False):
+    async def pull(self, incarnation: str, rank: int, parts: Pull,
+                   shm: bool = False) -> PullReply:
         """Wait until the (part, seq) pairs are served, then answer with an
         object-store reference to their values (a list, in item order), or
         with ``shm`` (a worker on this node) a :class:`~.shm.ShmBatch`
         where they lie when they are all dense."""
-        names = tuple(n for n, _ in items)
+        names = parts.names
+        items = list(parts.pairs())
         await self._check(incarnation, names)
         if not self.book.pull_ready(rank, items):
             await self.book.wait(lambda: self.book.pull_ready(rank, items))
@@ -586,36 +414,12 @@ class ServerShard:
         # a checkpoint is due and this pull publishes changed parts: the
         # checkpoint is written from the published values (pinned until it
         # is durable) instead of from a copy of them
-        take = self._wanted(names)
-        key = (names, tuple(self.book.rounds[n] for n in names), shm)
-        ref = self._snapshots.get(key)
-        if ref is None and shm:
-            summed = self._summed.get(names)
-            if summed is not None and summed[0] == key[1]:   # summed there: no copy
-                ref = self._snapshots[key] = summed[1]
-                if take:
-                    self._take_published(names, ref)
-        if ref is None and shm:
-            arrays = as_arrays([_export(self.kv._stored(n, "pull")) for n in names])
-            try:
-                ref = self.publisher.publish(names, arrays) if arrays is not None else None
-            except OSError:   # the job's directory is gone (it is ending)
-                ref = None
-            if ref is not None:
-                self._snapshots[key] = ref
-                if take:
-                    self._take_published(names, ref)
-            else:
-                key = key[:2] + (False,)
-                ref = self._snapshots.get(key)
-        if ref is None:
-            # ray.put copies now, in this coroutine: no later update can reach it
-            ref = self.ray.put([_export(self.kv._stored(n, "pull")) for n in names])
-            self._snapshots[key] = ref
-            if take:
-                await self._publish_fresh(names, ref)
-        while len(self._snapshots) > 4:  # workers ask for the same round together
-            self._snapshots.popitem(last=False)
+        take = self.dur.wanted(names)
+        reply = self.pub.reply(names, tuple(self.book.rounds[n] for n in names), shm)
+        if take and reply.source in ("summed", "segment"):
+            self._take_published(names, reply.ref)
+        elif take and reply.source == "store":
+            await self._publish_fresh(names, reply.ref)
         keep = self._keep_done
         if keep is not None:
             # a checkpoint forced by MXKV_KEEP_BYTES: answer once it is written,
@@ -628,13 +432,13 @@ class ServerShard:
             finally:
                 if keep.done() and self._keep_done is keep:
                     self._keep_done = None
-        return [ref, [self.durable.get(n, -1) for n in names]]
+        return PullReply(reply.ref, tuple(self.dur.durable_of(names)))
 
-    async def row_sparse_pull(self, incarnation: str, rank: int,
-                              items: Sequence[Tuple[Any, int]],
-                              row_ids: Sequence[np.ndarray]) -> List[Tuple[np.ndarray, np.ndarray]]:
+    async def row_sparse_pull(self, incarnation: str, rank: int, parts: Pull,
+                              row_ids: Sequence[np.ndarray]) -> List[RowSparse]:
         """The rows ``row_ids`` (part-relative, sorted, unique) of row-sparse parts."""
-        names = [n for n, _ in items]
+        names = parts.names
+        items = list(parts.pairs())
         await self._check(incarnation, names)
         if not self.book.pull_ready(rank, items):
             await self.book.wait(lambda: self.book.pull_ready(rank, items))
@@ -643,42 +447,27 @@ class ServerShard:
         for name, ids in zip(names, row_ids):
             shape = self.shapes[name]
             dst = RowSparseNDArray(np.zeros((0,) + tuple(shape[1:]),
-                                            self.kv._stored(name, "row_sparse_pull").dtype),
+                                            self.kv.stored_value(name).dtype),
                                    np.zeros(0, np.int64), shape, cpu(0))
             self.kv.row_sparse_pull(name, out=dst, row_ids=NDArray(np.asarray(ids), cpu(0)))
-            out.append((dst._data, dst._indices))
+            out.append(RowSparse(dst._data, dst._indices))
         return out
 
-    def _wanted(self, names: Iterable[Any]) -> bool:
-        """Whether a due checkpoint still needs the values of some of
-        ``names`` (changed, and not yet taken from a publication)."""
-        return bool(self._due) and any(n in self._dirty and n not in self._fresh
-                                       for n in names)
-
-    def _adopt(self, published: Iterable[Tuple[Any, Any]]) -> None:
-        """A due checkpoint takes changed parts' values as a pull published
-        them (nothing writes to those) instead of copying them; once every
-        changed value is there, it is written."""
-        for name, value in published:
-            fields = self._dirty.get(name)
-            if fields and "value" in fields and name not in self._fresh:
-                self._fresh[name] = value
-        if self._due and all(n in self._fresh for n, f in self._dirty.items() if "value" in f):
+    def _take_published(self, names: Sequence[Any], batch: ShmBatch) -> None:
+        """A due checkpoint's values from a pull segment, pinned until it is durable."""
+        views = self.pub.pin(batch)
+        self.dur.pin(batch.path)
+        if self.dur.adopt(zip(names, views)):
             self._checkpoint()
 
-    def _take_published(self, names: Sequence[Any], batch: ShmBatch) -> None:
-        """From a pull segment, pinned until the checkpoint is durable."""
-        views = self.publisher.pin(batch)
-        self._pinned.append(batch.path)
-        self._adopt(zip(names, views))
-
     async def _publish_fresh(self, names: Sequence[Any], ref: Any) -> None:
-        """From a pull's snapshot in the object store (immutable)."""
-        versions = [self._versions.get(n) for n in names]
+        """A due checkpoint's values from a pull's snapshot in the object store."""
+        versions = [self.dur.version(n) for n in names]
         values = await ref
         # only the parts unchanged since the snapshot was taken
-        self._adopt((n, v) for n, ver, v in zip(names, versions, values)
-                    if self._versions.get(n) == ver)
+        if self.dur.adopt((n, v) for n, ver, v in zip(names, versions, values)
+                          if self.dur.version(n) == ver):
+            self._checkpoint()
 
     # ------------------------------------------------------------ commands
     def _apply_updater_blob(self, blob: bytes) -> None:
@@ -686,20 +475,19 @@ class ServerShard:
         self.updater_blob = blob
 
     def _apply_command(self, head: int, body: Any) -> None:
-        self._meta_dirty = True
+        self.dur.mark_meta()
         if head == CMD_OPTIMIZER:
             optimizer = pickle.loads(body) if isinstance(body, bytes) else \
                 pickle.loads(body.encode("latin-1"))
             self.kv.set_optimizer(optimizer)
             self.updater_blob = None
-            self._reset_states = True    # a new updater starts without states
+            self.dur.mark_meta(reset_states=True)   # a new updater starts without states
         elif head == CMD_UPDATER:
             self._apply_updater_blob(body)
-            self._reset_states = True
+            self.dur.mark_meta(reset_states=True)
         elif head == CMD_LOAD_STATES:
             self._load_states(body)
-            for name in self.shapes:     # every state changed: that is the change
-                self._mark(name, "state", fresh=self._fresh.get(name))
+            self.dur.mark_states(self.shapes)   # every state changed: that is the change
         elif head == CMD_COMPRESSION:
             self.gc = GradientCompression.create(dict(body))
         elif head == CMD_SYNC_MODE:
@@ -715,10 +503,10 @@ class ServerShard:
         if isinstance(loaded, tuple) and len(loaded) == 2:
             self.kv.set_optimizer(loaded[1])
             self.updater_blob = None
-        if self.kv._updater is None or not hasattr(self.kv._updater, "set_states"):
+        if not self.kv.keeps_states:
             raise MXNetError("load_optimizer_states: no optimizer is set on the servers "
                              "(call set_optimizer, or save the states with dump_optimizer=True)")
-        self.kv._updater.set_states(blob)
+        self.kv.set_updater_states(blob)
 
     def _replay_commands(self, log: Sequence[Tuple[int, int, Any, Optional[int]]]) -> None:
         for seq, head, body, target in log:
@@ -747,10 +535,9 @@ class ServerShard:
     async def get_states(self) -> Optional[bytes]:
         """The updater's states with the optimizer, or None without one."""
         await self._quiet()
-        updater = self.kv._updater
-        if updater is None or not hasattr(updater, "get_states"):
+        if not self.kv.keeps_states:
             return None
-        return updater.get_states(dump_optimizer=True)
+        return self.kv.get_updater_states(dump_optimizer=True)
 
     # ------------------------------------------------------------ faults
     async def mark_dead(self, ranks: Dict[int, str]) -> None:
@@ -761,16 +548,10 @@ class ServerShard:
         """Rounds in progress: (part, round, ranks missing)."""
         return self.book.stalled()
 
-    async def checkpoint(self) -> Dict[Any, int]:
-        """Write what changed now and wait for it; returns the durable rounds."""
-        await self._wait_durable(self._durable_future())
-        return dict(self.durable)
-
     async def stats(self) -> dict:
         return {"index": self.index, "incarnation": self.incarnation, "pid": os.getpid(),
                 "node": self.ray.get_runtime_context().get_node_id(),
                 "parts": len(self.shapes), "rounds": dict(self.book.rounds),
-                "durable": dict(self.durable), "arrivals": list(self.arrivals),
+                "durable": dict(self.dur.durable), "arrivals": list(self.arrivals),
                 "checkpoints": self.writer.written, "compactions": self.writer.compactions,
-                "restored": self.restored, "sums_published": self.sums_published,
-                "publish_copies": self.publisher.copies, "in_segments": len(self._backing)}
+                "restored": self.restored, **self.pub.stats()}

@@ -6,11 +6,13 @@ split keys back into whole arrays (the key's shape), giving exactly the
 bytes a local store's :meth:`~mxkv.optimizer.Updater.get_states` would
 write; ``load_optimizer_states`` does the reverse. So a states file moves
 freely between a local store and distributed jobs of any shard count.
+
+Pure functions of bytes and plans (no Ray, no store): the worker asks the
+shards and sends the pieces.
 """
 from __future__ import annotations
 
-import threading
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -18,7 +20,10 @@ from ...base import MXNetError
 from ...context import cpu
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
-from ...optimizer import Updater, get_updater
+from ...optimizer.states_file import read_states
+from ...optimizer.states_writer import dumps as dump_states
+from ..local import KeyLayout
+from .sharding import Part
 
 __all__ = ["gather_states", "scatter_states", "join_parts", "split_state"]
 
@@ -65,14 +70,15 @@ def split_state(state: Any, part: Any, stype: str) -> Any:
     return nd.tostype("row_sparse") if isinstance(state, RowSparseNDArray) else nd
 
 
-def _blank_updater(blob: bytes = b"") -> Updater:
-    """An Updater with no optimizer yet, filled from ``blob`` when given."""
-    u = Updater.__new__(Updater)
-    u.optimizer, u.states, u.states_synced, u.aggregate_updates = None, {}, {}, False
-    u._lock, u._unchecked = threading.RLock(), {}
-    if blob:
-        u.set_states(blob)
-    return u
+def _read(blob: bytes) -> Tuple[Dict[Any, Any], Any]:
+    """A states file's (states, optimizer or None), checked whole."""
+    loaded = read_states(blob)
+    return loaded.states, loaded.optimizer
+
+
+def _write(states: Dict[Any, Any], optimizer: Any, dump_optimizer: bool) -> bytes:
+    """States (and the optimizer) as a local store's states file would hold them."""
+    return dump_states((dict(states), optimizer) if dump_optimizer else dict(states))
 
 
 def _merge_counts(optimizers: List[Any]) -> Any:
@@ -89,11 +95,15 @@ def _merge_counts(optimizers: List[Any]) -> Any:
     return base
 
 
-def gather_states(store: Any, dump_optimizer: bool) -> bytes:
-    """The states of ``store``'s shards as one local-store states file."""
-    chan = store._chan
-    blobs = store._ray.get([s.get_states.remote() for s in chan.shards],
-                           timeout=store._job.timeouts.fail)
+#: a key's plan (its parts, :mod:`.sharding`) and layout (shape, dtype, stype)
+KeyPlans = Mapping[Any, Tuple[Sequence[Part], KeyLayout]]
+
+
+def gather_states(blobs: Sequence[Optional[bytes]], keys: KeyPlans,
+                  dump_optimizer: bool) -> bytes:
+    """The shards' states (``blobs``: each shard's ``get_states``, None for a
+    shard without an optimizer) as one local-store states file, over the
+    keys ``keys`` plans."""
     if all(b is None for b in blobs):
         raise MXNetError("save_optimizer_states: no optimizer is set on the servers "
                          "(call set_optimizer)")
@@ -103,45 +113,33 @@ def gather_states(store: Any, dump_optimizer: bool) -> bytes:
         if blob is None:
             per_shard.append({})
             continue
-        u = _blank_updater(blob)
-        per_shard.append(u.states)
-        optimizers.append(u.optimizer)
+        states, optimizer = _read(blob)
+        per_shard.append(states)
+        optimizers.append(optimizer)
     merged: Dict[Any, Any] = {}
-    for key, plan in store._plans.items():
-        stored = store._data[key]
-        stype = "row_sparse" if isinstance(stored, RowSparseNDArray) else "default"
+    for key, (plan, layout) in keys.items():
         pieces = [per_shard[p.shard].get(p.name) for p in plan]
         if any(p is None for p in pieces):
             continue  # never updated: no state yet, as in a local store
-        merged[key] = pieces[0] if len(plan) == 1 and plan[0].shape == tuple(stored.shape) \
-            else join_parts(pieces, tuple(stored.shape), stype)
-    out = get_updater(_merge_counts(optimizers))
-    out.states = merged
-    out.states_synced = dict.fromkeys(merged, True)
-    return out.get_states(dump_optimizer)
+        merged[key] = pieces[0] if len(plan) == 1 and plan[0].shape == layout.shape \
+            else join_parts(pieces, layout.shape, layout.stype)
+    return _write(merged, _merge_counts(optimizers), dump_optimizer)
 
 
-def scatter_states(store: Any, data: bytes, fname: str) -> None:
-    """Load a states file (from a local or distributed store) onto the shards."""
+def scatter_states(data: bytes, keys: KeyPlans, num_shards: int, fname: str) -> List[bytes]:
+    """A states file (from a local or distributed store) as each shard's
+    piece (a states file over its parts), for the keys ``keys`` plans."""
     try:
-        u = _blank_updater(data)
+        states, optimizer = _read(data)
     except Exception as exc:  # noqa: BLE001 - any unpickling failure
         raise MXNetError(f"load_optimizer_states: {fname} is not an optimizer states file "
                          f"({exc})") from exc
-    has_optimizer = u.optimizer is not None
-    shards: List[Dict[Any, Any]] = [{} for _ in store._chan.shards]
-    for key, state in u.states.items():
-        if key not in store._data:
+    shards: List[Dict[Any, Any]] = [{} for _ in range(num_shards)]
+    for key, state in states.items():
+        if key not in keys:
             raise MXNetError(f"load_optimizer_states: {fname} holds a state for key {key!r}, "
                              "which this store has not initialized")
-        stored = store._data[key]
-        stype = "row_sparse" if isinstance(stored, RowSparseNDArray) else "default"
-        for part in store._plan(key, stored):
-            shards[part.shard][part.name] = split_state(state, part, stype)
-    from .shard import CMD_LOAD_STATES
-
-    for i, states in enumerate(shards):
-        piece = get_updater(u.optimizer) if has_optimizer else _blank_updater()
-        piece.states = states
-        piece.states_synced = dict.fromkeys(states, True)
-        store._command_to(i, CMD_LOAD_STATES, piece.get_states(has_optimizer))
+        plan, layout = keys[key]
+        for part in plan:
+            shards[part.shard][part.name] = split_state(state, part, layout.stype)
+    return [_write(piece, optimizer, optimizer is not None) for piece in shards]

@@ -31,10 +31,21 @@ from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
 from ..base import _local_comm
 from ..keys import check_priority, key_name
-from ..local import KVStore, _stype
+from ..local import KeyLayout, KVStore, _stype
 from .channel import Call, Channel, Message
 from .job import NAMESPACE, JobEnv, connect, coordinator_name, host_label
-from .shard import CMD_COMPRESSION, CMD_OPTIMIZER, CMD_UPDATER
+from .messages import (
+    CMD_COMPRESSION,
+    CMD_LOAD_STATES,
+    CMD_OPTIMIZER,
+    CMD_UPDATER,
+    Compressed,
+    Init,
+    Pull,
+    PullReply,
+    Push,
+    RowSparse,
+)
 from .sharding import Part, plan_key
 from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir, enabled, node_id
 
@@ -266,7 +277,7 @@ class DistKVStore(KVStore):
             res = self._residual.get(key)
             if res is None:
                 res = self._residual[key] = np.zeros(flat.size, np.float32)
-            return ("gc", self._compression.quantize(piece, res[part.lo:part.hi]))
+            return Compressed(self._compression.quantize(piece, res[part.lo:part.hi]))
         return piece.reshape(part.shape)
 
     @staticmethod
@@ -277,7 +288,7 @@ class DistKVStore(KVStore):
         if isinstance(idx, np.ndarray) is False:
             idx = idx.get()
         lo, hi = np.searchsorted(idx, [part.lo, part.hi])
-        return ("rsp", np.ascontiguousarray(data[lo:hi]), idx[lo:hi] - part.lo)
+        return RowSparse(np.ascontiguousarray(data[lo:hi]), idx[lo:hi] - part.lo)
 
     def _payloads(self, key: Any, value: Any, compress: bool) -> List[Tuple[Part, Any]]:
         plan = self._plan(key, self._data[key])
@@ -341,10 +352,10 @@ class DistKVStore(KVStore):
                 batch = batches[shard]
                 if batch is not None:
                     batch, release = batch
-                    msg = Message("init", shard, items, batch, release=release)
+                    msg = Message(shard, Init.of(items), batch, release=release)
                 else:
-                    msg = Message("init", shard, items, self._ray.put(payloads))
-                self._chan.send(msg, "init")
+                    msg = Message(shard, Init.of(items), self._ray.put(payloads))
+                self._chan.send(msg)
             self._init_bytes += size
             self._chan.reap()
         else:
@@ -399,13 +410,13 @@ class DistKVStore(KVStore):
             batch = self._pack(shard, arrays) if arrays is not None else None
             if batch is not None:
                 batch, release = batch
-                msg = Message("push", shard, items, batch, release=release, relayed=relayed)
+                msg = Message(shard, Push.of(items), batch, release=release, relayed=relayed)
             else:
-                msg = Message("push", shard, items, self._ray.put(payloads))
+                msg = Message(shard, Push.of(items), self._ray.put(payloads))
             if self._sender is not None:
                 self._sender.submit(priority, msg, sum(p.nbytes for p in payloads))
             else:
-                self._chan.send(msg, "push")
+                self._chan.send(msg)
 
     def push(self, key: Any, value: Any, priority: int = 0) -> None:
         """Push values to the servers (several values for a key are merged here first).
@@ -466,14 +477,16 @@ class DistKVStore(KVStore):
         """Pull calls to every shard: (values by (shard, part), shm batches by
         shard), or (None, shards whose segment could not be mapped)."""
         calls = [Call(s, lambda inc, s=s, items=items, f=fast[s]:
-                      self._chan.shards[s].pull.remote(inc, self._rank, items, f), "pull")
+                      self._chan.shards[s].pull.remote(inc, self._rank, Pull.of(items), f),
+                      "pull")
                  for s, (items, _) in groups.items()]
-        refs = self._chan.call(calls, "pull")
+        replies: List[PullReply] = self._chan.call(calls, "pull")
         values: Dict[Any, Any] = {}
         batches: Dict[int, ShmBatch] = {}
         in_store = []
-        for (shard, (items, _)), (snap, durable) in zip(groups.items(), refs):
-            self._chan.note_durable(shard, items, durable)
+        for (shard, (items, _)), reply in zip(groups.items(), replies):
+            self._chan.note_durable(shard, [n for n, _ in items], reply.durable)
+            snap = reply.ref
             if isinstance(snap, ShmBatch):
                 batches[shard] = snap
             else:
@@ -549,7 +562,8 @@ class DistKVStore(KVStore):
                 entries.append((part, seq, ids[lo:hi] - part.lo))
         groups = self._by_shard(entries)
         calls = [Call(s, lambda inc, s=s, items=items, rows=rows:
-                      self._chan.shards[s].row_sparse_pull.remote(inc, self._rank, items, rows),
+                      self._chan.shards[s].row_sparse_pull.remote(inc, self._rank,
+                                                                  Pull.of(items), rows),
                       "row_sparse_pull")
                  for s, (items, rows) in groups.items()]
         results = self._chan.call(calls, "row_sparse_pull")
@@ -561,9 +575,9 @@ class DistKVStore(KVStore):
             parts = self._plans[k]
             datas, idxs = [], []
             for p in parts:
-                data, idx = got[(p.shard, p.name)]
-                datas.append(data)
-                idxs.append(np.asarray(idx, np.int64) + p.lo)
+                rows = got[(p.shard, p.name)]
+                datas.append(rows.data)
+                idxs.append(np.asarray(rows.indices, np.int64) + p.lo)
             data = np.concatenate(datas) if len(datas) > 1 else np.array(datas[0])
             idx = np.concatenate(idxs) if len(idxs) > 1 else np.array(idxs[0])
             RowSparseNDArray(np.ascontiguousarray(data), idx, o.shape,
@@ -631,7 +645,9 @@ class DistKVStore(KVStore):
 
         with self._locks.hold_all():  # between this worker's pushes
             self._drain()
-            blob = gather_states(self, dump_optimizer)
+            blobs = self._ray.get([s.get_states.remote() for s in self._chan.shards],
+                                  timeout=self._job.timeouts.fail)
+            blob = gather_states(blobs, self._key_plans(), dump_optimizer)
         atomic_write(fname, sealed(blob), "optimizer states file")
 
     def load_optimizer_states(self, fname: str) -> None:
@@ -641,7 +657,14 @@ class DistKVStore(KVStore):
         data = read_bytes(fname, "optimizer states file")
         with self._locks.hold_all(with_init=True):
             self._drain()
-            scatter_states(self, data, fname)
+            pieces = scatter_states(data, self._key_plans(), self._job.num_servers, fname)
+            for shard, piece in enumerate(pieces):
+                self._command_to(shard, CMD_LOAD_STATES, piece)
+
+    def _key_plans(self) -> Dict[Any, Tuple[List[Part], KeyLayout]]:
+        """Every key's plan and layout (for :mod:`.states`)."""
+        return {k: (self._plan(k, self._data[k]), layout)
+                for k, layout in self.layouts().items()}
 
     def _drain(self) -> None:
         if self._sender is not None:
