@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mxkv as mx
-from mxkv.kvstore.comm.reduce import SHARES_PER_THREAD, Reducer, _cut, disjoint
+from mxkv.kvstore.comm.reduce import SHARES_PER_THREAD, SMALL_PIECE, Reducer, _cut, disjoint
 from mxkv.ndarray import NDArray
 
 # Sizes that straddle the threads' shares and the 16-element cut bounds.
@@ -60,7 +60,7 @@ def test_pulled_values_are_cast_to_each_outs_dtype_in_a_batch(threaded):
 # Keys 1 and 4 are big, 2 and 3 small: two equal shares would be 1 and 2 on one
 # thread, 3 and 4 on the other, so 3 would be written while 1 is being copied,
 # before 2 is.
-BIG, SMALL = 2_000_000, 16_384
+BIG, SMALL = 2_000_000, SMALL_PIECE
 
 
 def test_two_keys_pulled_into_one_array_end_as_the_later_key(threaded):
@@ -84,6 +84,38 @@ def test_overlapping_views_of_one_buffer_are_written_in_key_order(threaded):
         kv.pull(keys, out=[mx.nd.zeros((BIG,)), a, b, mx.nd.zeros((BIG,))])  # init order
     assert set(buf[:SMALL // 2].tolist()) == {2.0}
     assert set(buf[SMALL // 2:].tolist()) == {3.0}
+
+
+def _batches(kv, monkeypatch):
+    """Record the batches the store's reducer runs as one (and run them)."""
+    seen = []
+    r = kv._comm.reducer
+    for name in ("sum_many", "copy_many"):
+        real = getattr(r, name)
+
+        def spy(jobs, real=real, name=name):
+            seen.append((name, len(jobs)))
+            return real(jobs)
+        monkeypatch.setattr(r, name, spy)
+    return seen
+
+
+def test_only_independent_batches_run_as_one(threaded, monkeypatch):
+    with mx.kv.create("local") as kv:
+        seen = _batches(kv, monkeypatch)
+        kv.init([1, 2, 3], [mx.nd.ones((BIG,)) * i for i in (1, 2, 3)])
+        outs = [mx.nd.zeros((BIG,)) for _ in range(3)]
+        kv.push([1, 2, 3], [[mx.nd.ones((BIG,))] * 2] * 3)
+        kv.pull([1, 2, 3], out=outs)
+        assert seen == [("sum_many", 3), ("copy_many", 3)]
+        seen.clear()
+        kv.pull([1, 2, 3], out=[outs[0], outs[1], outs[0]])   # one out for keys 1 and 3
+        kv.pull([1, 2], out=[outs[0], NDArray(outs[0]._array[:BIG], mx.cpu(0))])  # a view
+        kv.push([1, 2], [[outs[2], outs[2]], [outs[2], outs[1]]])   # only read twice: fine
+        assert seen == [("sum_many", 2)]
+        seen.clear()
+        kv.pull(1, out=outs[0])                            # one key: key by key, as before
+        assert seen == []
 
 
 def test_disjoint_views_of_one_buffer_are_still_summed_exactly(threaded):
@@ -165,12 +197,16 @@ def test_run_shares_runs_every_share_once(monkeypatch):
     def fn(lo, hi):
         with lock:
             seen.append((threading.get_ident(), lo, hi))
+    n = SMALL_PIECE + 1000
+    small = []
     try:
-        r.run_shares([(1000, 2, fn)])
+        r.run_shares([(n, 2, fn), (7, 2, lambda lo, hi: small.append(
+            (threading.get_ident(), lo, hi)))])
     finally:
         r.close()
     ranges = sorted((lo, hi) for _, lo, hi in seen)
     assert len(ranges) == 2 * SHARES_PER_THREAD
-    bounds = [lo for lo, _ in ranges] + [1000]
+    bounds = [lo for lo, _ in ranges] + [n]
     assert [hi for _, hi in ranges] == bounds[1:] and bounds[0] == 0  # each element once
     assert all(b % 16 == 0 for b in bounds[:-1])                      # cut on cache lines
+    assert small == [(threading.get_ident(), 0, 7)]  # a small piece: whole, on this thread
