@@ -102,6 +102,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check python tests tools benchmarks interop-tests examples setup.py
 	$(PY) tools/import_cycles.py
 	$(PY) tools/docstrings.py
+	$(PY) tools/mypy_baseline.py
 
 clean:
 	rm -rf $(VENV) clojure/classes build python/*.egg-info python/mxkv/_clojure

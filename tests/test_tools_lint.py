@@ -112,3 +112,23 @@ def test_docstring_share_counts_public_names_and_inherited_docs(tmp_path):
 def test_the_package_holds_the_docstring_floors():
     assert docstrings.share(docstrings.survey()) >= docstrings.FLOOR
     assert docstrings.share(docstrings.survey(strict=True)) >= docstrings.OWN_FLOOR
+
+
+mypy_baseline = _load("mypy_baseline")
+
+
+def test_the_mypy_baseline_fails_on_a_new_error_and_only_shrinks(tmp_path, capsys):
+    src = tmp_path / "mod.py"
+    src.write_text("a: int = 'one'\nb: str = 2\n")
+    base = tmp_path / "baseline.txt"
+    run = ["--root", str(tmp_path), "--target", "mod.py", "--baseline", str(base)]
+    assert mypy_baseline.main(run + ["--update"]) == 0        # the first baseline: today's
+    assert base.read_text().count("mod.py: error:") == 2
+    src.write_text("a: int = 'one'\nb: str = 2\nc: bytes = 3.0\n")
+    assert mypy_baseline.main(run) == 1
+    out = capsys.readouterr().out
+    assert "1 error(s) not in baseline.txt" in out and "mod.py:3:" in out
+    assert mypy_baseline.main(run + ["--update"]) == 1         # never grows
+    src.write_text("a: int = 1\nb: str = 2\n")
+    assert mypy_baseline.main(run) == 0
+    assert "1 baseline error(s) fixed; shrink the baseline" in capsys.readouterr().out

@@ -238,7 +238,7 @@ def half_pushed(kv, mx, flag):
         kv.push("w", mx.nd.ones((4,)))
         kv.pull("w", out=out)
         return float(out.asnumpy()[0])
-    relay = kv._chan.relay if kv._via_relay(0) else None
+    relay = kv._chan.relay if kv._transport.via_relay(0) else None
     dist_waits.wait_until(lambda: ray.get(relay.stalled.remote()), "rank 0's push at the relay")
     report = kv._chan.stall_report()
     kv.push("w", mx.nd.ones((4,)))

@@ -106,8 +106,9 @@ def pushes_ahead_then_pulls(kv, mx, rounds):
         kv.push(keys, [mx.nd.ones(s) * (kv.rank + 1) * (i + 1) for s in shapes])
     outs = [mx.nd.zeros(s) for s in shapes]
     kv.pull(keys, out=outs)
-    segments = sum(p.segments for p in kv._pools.values())
-    files = sorted(os.listdir(next(iter(kv._pools.values())).directory)) if kv._pools else []
+    pools = kv._transport.pools
+    segments = sum(p.segments for p in pools.values())
+    files = sorted(os.listdir(next(iter(pools.values())).directory)) if pools else []
     return [o.asnumpy() for o in outs], segments, files
 
 
@@ -133,7 +134,7 @@ def reuse_and_cleanup(kv, mx):
         kv.push("w", mx.nd.ones((50, 20)) * (i + 1))
         kv.pull("w", out=out)
     kv._chan.reap(block=True)
-    pool = kv._pools[0]
+    pool = kv._transport.pools[0]
     mine = [f for f in os.listdir(pool.directory) if f.startswith(pool.prefix)]
     segments = pool.segments
     value = float(out.asnumpy().max())
@@ -159,7 +160,7 @@ def big_rounds(kv, mx):
     for _ in range(30):
         kv.push("w", grad)
         kv.pull("w", out=out)
-        counts.append(sum(p.segments for p in kv._pools.values()))
+        counts.append(sum(p.segments for p in kv._transport.pools.values()))
     return counts, float(out.asnumpy().min())
 
 
@@ -178,13 +179,14 @@ def raced_pull(kv, mx):
     kv.init(["a", "b"], [mx.nd.zeros((4,)), mx.nd.zeros((300,))])
     kv.push(["a", "b"], [mx.nd.ones((4,)) * (kv.rank + 1), mx.nd.ones((300,)) * 2])
     calls = []
-    real = kv._fetch
+    transport = kv._transport
+    real = transport._fetch
 
     def fetch(groups, fast):
         calls.append(dict(fast))
         return real(groups, fast)
-    kv._fetch = fetch
-    kv._reader.still = lambda batch: False    # as if every segment was rewritten meanwhile
+    transport._fetch = fetch
+    transport.reader.still = lambda batch: False    # as if every segment was rewritten meanwhile
     a, b = mx.nd.zeros((4,)), mx.nd.zeros((300,))
     kv.pull(["a", "b"], out=[a, b])
     return calls, a.asnumpy().tolist(), float(b.asnumpy().min()), float(b.asnumpy().max())

@@ -224,12 +224,11 @@ def test_a_torn_last_record_is_ignored_and_cut_off_on_reopening(tmp_path):
     assert seq == 2 and np.array_equal(state["parts"]["k"]["value"], v * 5)
 
 
-def test_the_log_is_compacted_once_it_holds_twice_the_live_data(tmp_path, monkeypatch):
+def test_the_log_is_compacted_once_it_holds_twice_the_live_data(tmp_path):
     import numpy as np
 
-    monkeypatch.setenv("MXKV_CHECKPOINT_SLACK_MB", "0")
     path = str(tmp_path / "shard-0.ckpt")
-    w = CheckpointLog(path, lambda r: None)
+    w = CheckpointLog(path, lambda r: None, slack=0)
     w.load()
     v = np.ones(10000, np.float32)
     w.write_now({"parts": {"other": _part(v[:10], 0)}, "meta": {}})
@@ -428,13 +427,12 @@ def test_a_full_window_never_stalls_past_the_stall_timeout(caplog):
     assert "sending the next one anyway" in caplog.text
 
 
-def test_pickled_optimizer_states_count_as_live_data_in_the_log(tmp_path, monkeypatch):
+def test_pickled_optimizer_states_count_as_live_data_in_the_log(tmp_path):
     import pickle
 
     import numpy as np
 
-    monkeypatch.setenv("MXKV_CHECKPOINT_SLACK_MB", "0")
-    w = CheckpointLog(str(tmp_path / "shard-0.ckpt"), lambda r: None)
+    w = CheckpointLog(str(tmp_path / "shard-0.ckpt"), lambda r: None, slack=0)
     w.load()
     v = np.ones(10000, np.float32)
     for i in range(3):   # value and state change together, as with momentum
@@ -474,3 +472,24 @@ def test_states_scatter_to_shards_and_gather_back_without_ray():
         scatter_states(blob, {"b": plans["b"]}, 2, "f.states")
     with pytest.raises(MXNetError, match="no optimizer is set on the servers"):
         gather_states([None, None], plans, False)
+
+
+def test_the_stores_knobs_are_read_once_into_a_frozen_config(monkeypatch):
+    import dataclasses
+
+    from mxkv.kvstore.dist.config import DistConfig, Timeouts
+
+    monkeypatch.setenv("MXKV_KEEP_BYTES", "1e6")
+    monkeypatch.setenv("MXKV_SHM", "off")
+    monkeypatch.setenv("MXKV_CHECKPOINT_SLACK_MB", "2")
+    monkeypatch.setenv("MXKV_FAIL_TIMEOUT", "7.5")
+    cfg = DistConfig.from_env()
+    assert (cfg.keep_bytes, cfg.shm, cfg.checkpoint_slack_bytes) == (1000000, False, 2 << 20)
+    assert cfg.timeouts == Timeouts(fail=7.5) and cfg.p3_window_bytes == 8 << 20
+    monkeypatch.setenv("MXKV_KEEP_BYTES", "5")       # read once: a later change is not seen
+    assert cfg.keep_bytes == 1000000
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.keep_bytes = 1
+    monkeypatch.setenv("MXKV_KEEP_BYTES", "0")
+    with pytest.raises(MXNetError, match="MXKV_KEEP_BYTES='0' must be at least 1"):
+        DistConfig.from_env()

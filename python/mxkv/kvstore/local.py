@@ -240,8 +240,9 @@ class KVStore(KVStoreBase):
                     self._check_shape(k, stored, v, op, "pushed")
             if optimizer:
                 self._check_optimizer_push(k, stored, vals, op)
-                if getattr(self._updater, "_unchecked", None):  # states loaded before init
-                    self._updater.check_state(k, stored.shape)
+                updater: Any = self._updater
+                if getattr(updater, "_unchecked", None):  # states loaded before init
+                    updater.check_state(k, stored.shape)
             if self._compression is not None and (
                     np.dtype(stored.dtype) != np.float32
                     or any(v.dtype != np.float32 for v in vals)):

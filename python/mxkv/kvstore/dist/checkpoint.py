@@ -49,7 +49,7 @@ import struct
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ...base import MXNetIOError, env
+from ...base import MXNetIOError
 
 __all__ = ["CheckpointLog", "checkpoint_path", "copy_state", "merge_deltas", "apply_delta",
            "load_log"]
@@ -203,12 +203,16 @@ class CheckpointLog:
     on_durable : callable
         ``on_durable(rounds)`` on the writer thread once a delta is on disk;
         ``rounds`` maps the parts it holds to their rounds.
+    slack : int
+        Bytes the log may grow past twice its live data before it is
+        compacted (``MXKV_CHECKPOINT_SLACK_MB``, :class:`~.config.DistConfig`).
     """
 
-    def __init__(self, path: str, on_durable: Callable[[Dict[Any, int]], None]) -> None:
+    def __init__(self, path: str, on_durable: Callable[[Dict[Any, int]], None],
+                 slack: int = 32 << 20) -> None:
         self.path = path
         self.on_durable = on_durable
-        self.slack = env("MXKV_CHECKPOINT_SLACK_MB", 32, int, minimum=0) * 1024 * 1024
+        self.slack = int(slack)
         self._lock = threading.Condition()
         self._write_lock = threading.Lock()
         self._next: Optional[Delta] = None

@@ -24,6 +24,7 @@ stays on the node of the process that creates the job (the launcher's).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -31,7 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ...base import env
+from .config import DistConfig
 from .coordinator import Coordinator
 from .job import NAMESPACE, JobEnv, Timeouts, coordinator_name, import_ray, shard_name
 from .shard import ServerShard
@@ -68,9 +69,12 @@ class Job:
         return [actor_node(s) for s in self.shards]
 
     def job_env(self, role: str = "worker", rank: Optional[int] = None) -> JobEnv:
+        """How a process of ``role`` joins this job (this process's knobs,
+        the job's timeouts)."""
         return JobEnv(job=self.name, address=self.address, role=role,
                       num_workers=self.num_workers, num_servers=self.num_servers,
-                      rank=rank, p3=self.p3, timeouts=self.timeouts)
+                      rank=rank, p3=self.p3,
+                      config=dataclasses.replace(DistConfig.from_env(), timeouts=self.timeouts))
 
     def environ(self, role: str = "worker", rank: Optional[int] = None) -> Dict[str, str]:
         """Environment variables for a worker (or server) process of this job."""
@@ -222,20 +226,20 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
         raise ValueError(f"placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
     ray = import_ray()
     name = name or f"job-{uuid.uuid4().hex[:10]}"
-    timeouts = timeouts or Timeouts.from_env()
-    owns = False
     shard_env = {str(k): str(v) for k, v in (shard_env or {}).items()}
+    with _environ(shard_env):   # (the shards' values, checked here: a bad one starts nothing)
+        config = DistConfig.from_env()
+    timeouts = timeouts or Timeouts.from_env()   # (this process's: the job's)
+    config = dataclasses.replace(config, timeouts=timeouts)
+    owns = False
     if checkpoint_dir is None:
-        checkpoint_dir = shard_env.get("MXKV_CHECKPOINT_DIR") or env("MXKV_CHECKPOINT_DIR", "")
+        checkpoint_dir = config.checkpoint_dir
     if not checkpoint_dir:
         # RAM-backed where there is /dev/shm: a checkpoint is a memory copy, not disk I/O
         base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         checkpoint_dir = tempfile.mkdtemp(prefix=f"mxkv-{name}-", dir=base)
         owns = True
     os.makedirs(checkpoint_dir, exist_ok=True)
-    with _environ(shard_env):   # (the shards' values, checked here: a bad one starts nothing)
-        rounds = env("MXKV_CHECKPOINT_ROUNDS", 4, int, minimum=1)
-        restarts = env("MXKV_SHARD_MAX_RESTARTS", -1, int, minimum=-1)
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     # the coordinator (not restarted: the job ends with it) stays on this node
@@ -248,7 +252,8 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
     start = max(timeouts.fail, START_TIMEOUT)
     ray.get(coordinator.info.remote(), timeout=start)
     shard_cls = ray.remote(ServerShard)
-    opts = dict(num_cpus=0, max_restarts=restarts, max_task_retries=0, max_concurrency=1000)
+    opts = dict(num_cpus=0, max_restarts=config.shard_max_restarts, max_task_retries=0,
+                max_concurrency=1000)
     groups: List[Any] = []
     if {"scheduling_strategy", "resources"} & set(shard_options or {}):
         places: List[dict] = [{}] * num_servers   # the caller places them
@@ -257,7 +262,7 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
         groups.append(group)
     shards = [shard_cls.options(name=shard_name(name, i), namespace=NAMESPACE,
                                 **{**opts, **places[i], **(shard_options or {})}).remote(
-        name, i, num_workers, checkpoint_dir, rounds, timeouts.heartbeat, shard_env)
+        name, i, num_workers, checkpoint_dir, config, shard_env)
         for i in range(num_servers)]
     ray.get([s.hello.remote() for s in shards], timeout=start)
     ray.get(coordinator.set_shards.remote(shards), timeout=start)

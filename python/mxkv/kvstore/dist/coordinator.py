@@ -137,11 +137,12 @@ class Coordinator:
         await self._notify()
         return rank
 
-    async def relay(self, node: str, timeouts: Any, aggregate: bool = True) -> Optional[tuple]:
+    async def relay(self, node: str, config: Any) -> Optional[tuple]:
         """The relay of the job's workers on Ray node ``node`` (:mod:`.relay`)
         and their ranks, once every worker has joined; ``None`` when fewer
         than two run there, or host aggregation is off (the first worker to
-        ask decides, ``MXKV_HOST_AGGREGATION``, so all agree)."""
+        ask decides, its ``config.host_aggregation``, so all agree). The
+        relay gets that worker's :class:`~.config.DistConfig`."""
         async with self.cond:
             def everyone() -> bool:
                 if self.dead:
@@ -151,7 +152,7 @@ class Coordinator:
                 return len(self.workers) >= self.num_workers
             await self.cond.wait_for(everyone)
         if self.aggregate is None:
-            self.aggregate = bool(aggregate)
+            self.aggregate = bool(config.host_aggregation)
         ranks = sorted(r for r, info in self.workers.items() if info.get("node") == node)
         if not self.aggregate or len(ranks) < 2:
             return None
@@ -168,7 +169,7 @@ class Coordinator:
                 name=relay_name(self.job, node), namespace=NAMESPACE, num_cpus=0,
                 max_restarts=-1, max_task_retries=0, max_concurrency=64,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
-                self.job, self.num_servers, ranks, timeouts)
+                self.job, self.num_servers, ranks, config)
         return relay, ranks
 
     async def relay_handles(self) -> Dict[str, Any]:

@@ -17,8 +17,8 @@ MXKV_RANK         this worker's rank; unset: the coordinator assigns ranks
 DMLC_PS_VAN_TYPE  ``p3`` turns on P3 slicing and priorities (MXNet's)
 ================  ======================================================
 
-Timeouts and fault knobs are read here too (see :class:`Timeouts`), so that
-every process of a job reads them the same way.
+The store's knobs (timeouts, sizes, paths) are read with them, once, into
+a :class:`~.config.DistConfig`.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ...base import MXNetError, env
+from .config import DistConfig, Timeouts
 
 __all__ = ["JobEnv", "Timeouts", "NAMESPACE", "coordinator_name", "shard_name",
            "import_ray", "connect"]
@@ -56,38 +57,10 @@ def import_ray():
     return ray
 
 
-@dataclass
-class Timeouts:
-    """Fault knobs, in seconds.
-
-    stall : ``MXKV_STALL_TIMEOUT`` (default 60): a call waiting this long for
-        other workers logs which ranks have not pushed which keys.
-    fail : ``MXKV_FAIL_TIMEOUT`` (default 600): past this the call fails with
-        an error naming them.
-    heartbeat : ``MXKV_HEARTBEAT_INTERVAL`` (default 1): how often workers
-        and shards report to the coordinator.
-    dead : ``MXKV_DEAD_TIMEOUT`` (default 30): a worker silent this long is
-        declared dead; calls that need it fail naming its rank.
-    """
-
-    stall: float = 60.0
-    fail: float = 600.0
-    heartbeat: float = 1.0
-    dead: float = 30.0
-
-    @classmethod
-    def from_env(cls) -> "Timeouts":
-        """The timeouts set by ``MXKV_STALL_TIMEOUT``, ``MXKV_FAIL_TIMEOUT``,
-        ``MXKV_HEARTBEAT_INTERVAL`` and ``MXKV_DEAD_TIMEOUT`` (seconds)."""
-        return cls(stall=env("MXKV_STALL_TIMEOUT", 60.0, float, minimum=0.001),
-                   fail=env("MXKV_FAIL_TIMEOUT", 600.0, float, minimum=0.001),
-                   heartbeat=env("MXKV_HEARTBEAT_INTERVAL", 1.0, float, minimum=0.01),
-                   dead=env("MXKV_DEAD_TIMEOUT", 30.0, float, minimum=0.01))
-
-
-@dataclass
+@dataclass(frozen=True)
 class JobEnv:
-    """What a process needs to join a job, read from the environment."""
+    """What a process needs to join a job, and the store's knobs
+    (``config``), read from the environment once."""
 
     job: str
     address: Optional[str]
@@ -96,7 +69,12 @@ class JobEnv:
     num_servers: int
     rank: Optional[int]
     p3: bool
-    timeouts: Timeouts = field(default_factory=Timeouts)
+    config: DistConfig = field(default_factory=DistConfig)
+
+    @property
+    def timeouts(self) -> Timeouts:
+        """The job's fault knobs (``config.timeouts``)."""
+        return self.config.timeouts
 
     @classmethod
     def from_env(cls, kind: str = "dist_sync") -> "JobEnv":
@@ -118,7 +96,7 @@ class JobEnv:
                    num_servers=env("DMLC_NUM_SERVER", 1, int, minimum=1),
                    rank=None if rank < 0 else rank,
                    p3=env("DMLC_PS_VAN_TYPE", "").strip().lower() == "p3",
-                   timeouts=Timeouts.from_env())
+                   config=DistConfig.from_env())
 
     def environ(self) -> dict:
         """The variables that reproduce this job in a child process."""

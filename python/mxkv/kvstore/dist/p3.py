@@ -40,14 +40,14 @@ import threading
 import time
 from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
-from ...base import env
+from .config import DEFAULT_P3_WINDOW
 
 __all__ = ["PrioritySender", "DEFAULT_WINDOW"]
 
 log = logging.getLogger("mxkv.kvstore.dist")
 
 #: bytes in flight per worker when ``MXKV_P3_WINDOW_BYTES`` is not set
-DEFAULT_WINDOW = 8 * 1024 * 1024
+DEFAULT_WINDOW = DEFAULT_P3_WINDOW
 
 
 class PrioritySender:
@@ -59,17 +59,17 @@ class PrioritySender:
     channel : Channel
         Where messages go (``channel.send(msg)`` returns the call's ref).
     window : int, optional
-        Bytes in flight at most (0: no bound); default ``MXKV_P3_WINDOW_BYTES``.
+        Bytes in flight at most (0: no bound); the store passes its
+        ``config.p3_window_bytes`` (``MXKV_P3_WINDOW_BYTES``).
     stall : float, optional
         Seconds a full window may go unanswered before the next push leaves
         anyway; default the channel's stall timeout.
     """
 
-    def __init__(self, channel: Any, window: Optional[int] = None,
+    def __init__(self, channel: Any, window: int = DEFAULT_WINDOW,
                  stall: Optional[float] = None) -> None:
         self.channel = channel
-        self.window = env("MXKV_P3_WINDOW_BYTES", DEFAULT_WINDOW, int, minimum=0) \
-            if window is None else int(window)
+        self.window = int(window)
         self.stall = float(stall if stall is not None else channel.timeouts.stall)
         self._heap: List[Tuple[int, int, Any, int]] = []
         self._order = itertools.count()

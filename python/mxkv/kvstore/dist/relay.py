@@ -41,7 +41,8 @@ import numpy as np
 
 from ...ndarray._util import empty_aligned
 from .channel import Call, Channel, Message
-from .job import Timeouts, import_ray
+from .config import DistConfig
+from .job import import_ray
 from .messages import Push, ShardRestarted
 from .shm import Reader, ShmBatch, node_id
 
@@ -85,17 +86,18 @@ class HostRelay:
     ranks : sequence of int
         The job's workers on this host: a round of a part is sent on once
         each of them has pushed it.
-    timeouts : Timeouts
+    config : DistConfig
+        The store's knobs (those of the worker that asked for the relay).
     """
 
     def __init__(self, job: str, num_shards: int, ranks: Sequence[int],
-                 timeouts: Timeouts) -> None:
+                 config: DistConfig) -> None:
         self.ray = import_ray()
         self.job = job
         self.ranks = tuple(sorted(int(r) for r in ranks))
         self.incarnation = uuid.uuid4().hex
         self.node = node_id(self.ray)
-        self.chan = Channel(self.ray, job, num_shards, self.ranks, timeouts)
+        self.chan = Channel(self.ray, job, num_shards, self.ranks, config.timeouts)
         self.reader = Reader()
         self.lock = threading.Lock()
         self.parts: Dict[Any, _Part] = {}

@@ -107,7 +107,7 @@ class RoundBook:
             await self.cond.wait_for(ready)
 
     # -- pushes -----------------------------------------------------------
-    def ready_to_accept(self, rank: int, items: Sequence[Tuple[Any, int]]) -> bool:
+    def ready_to_accept(self, rank: Any, items: Sequence[Tuple[Any, int]]) -> bool:
         """Whether every (part, seq) of a push may be looked at now: its
         predecessor from this rank is in (sync: its previous round is done)."""
         for name, seq in items:

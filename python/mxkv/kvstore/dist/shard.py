@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...base import MXNetError, env
+from ...base import MXNetError
 from ...context import cpu
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
@@ -41,6 +41,7 @@ from ...optimizer.states_file import restricted_loads
 from ..compression import GradientCompression
 from ..local import KVStore
 from .checkpoint import CheckpointLog, checkpoint_path
+from .config import DistConfig
 from .durability import Durability
 from .job import NAMESPACE, coordinator_name, import_ray
 from .messages import (
@@ -81,23 +82,24 @@ class ServerShard:
     num_workers : int
     checkpoint_dir : str
         Where the log ``shard-<index>.ckpt`` lives (:mod:`.checkpoint`).
-    checkpoint_rounds : int
-        State-changing messages between checkpoints.
-    heartbeat : float
-        Seconds between heartbeats to the coordinator.
+    config : DistConfig
+        The store's knobs, as the shards' environment sets them
+        (:func:`~.cluster.create_job` reads them once, with ``environ``):
+        checkpoint rounds and slack, ``MXKV_KEEP_BYTES``, pull segments'
+        bytes, the heartbeat interval.
     environ : dict, optional
         Environment variables set in this process first (the job's
         ``--env`` / ``--env-server``; the process is this actor's alone).
     """
 
     def __init__(self, job: str, index: int, num_workers: int, checkpoint_dir: str,
-                 checkpoint_rounds: int = 4, heartbeat: float = 1.0,
-                 environ: Optional[Dict[str, str]] = None) -> None:
-        os.environ.update(environ or {})
+                 config: DistConfig, environ: Optional[Dict[str, str]] = None) -> None:
+        os.environ.update(environ or {})   # (for the user's code: updaters, optimizers)
         self.ray = import_ray()
         self.job = job
         self.index = int(index)
-        self.heartbeat_s = float(heartbeat)
+        self.config = config
+        self.heartbeat_s = config.timeouts.heartbeat
         self.incarnation = uuid.uuid4().hex
         self.kv = KVStore("local")
         # dist_sync until the first worker says (MXNet's kSyncMode command)
@@ -108,10 +110,9 @@ class ServerShard:
         self.cmd_seq = 0
         self.arrivals: collections.deque = collections.deque(maxlen=100000)
         # what changed since the last checkpoint, when one is due, what is durable
-        self.dur = Durability(checkpoint_rounds, env("MXKV_KEEP_BYTES", 512 << 20, int,
-                                                     minimum=1))
+        self.dur = Durability(config.checkpoint_rounds, config.keep_bytes)
         self.writer = CheckpointLog(checkpoint_path(checkpoint_dir, self.index),
-                                    self.dur.on_durable)
+                                    self.dur.on_durable, config.checkpoint_slack_bytes)
         self._beat_task: Optional[asyncio.Task] = None
         self.restored = self._restore()
         self.coordinator = self.ray.get_actor(coordinator_name(job), namespace=NAMESPACE)
@@ -126,7 +127,7 @@ class ServerShard:
         # written straight into a pull segment (no copy to publish)
         self.pub = Publication(self.kv, Publisher(
             self.data_dir, f"shard{self.index}-{self.incarnation[:8]}",
-            env("MXKV_SHM_PUBLISH_BYTES", 4 << 30, int, minimum=1)), self.ray.put)
+            config.shm_publish_bytes), self.ray.put)
         # dist_sync rounds are summed (and updated) on this thread, off the
         # event loop; while one runs, checkpoints wait (they read values)
         self._summer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mxkv-sum")
@@ -246,8 +247,10 @@ class ServerShard:
         return {"incarnation": self.incarnation, "pid": os.getpid(), "node": self.node,
                 "restored": self.restored, "rounds": self._rounds_of(names)}
 
-    async def init(self, incarnation: str, parts: Init, payloads: Sequence[Any]) -> List[int]:
-        """Store the initial values of parts (rank 0's); known parts are kept."""
+    async def init(self, incarnation: str, parts: Init, payloads: Any) -> List[int]:
+        """Store the initial values of parts (rank 0's); known parts are kept.
+        ``payloads``: a list (:mod:`.messages`), or a :class:`~.shm.ShmBatch`
+        where they lie."""
         names = parts.names
         await self._check(incarnation, names)
         if isinstance(payloads, ShmBatch):   # (init copies what it stores)
@@ -278,11 +281,12 @@ class ServerShard:
         await self.book.wait(lambda: self.book.pull_ready(-1, [(n, 0) for n in names]))
 
     async def push(self, incarnation: str, rank: Rank, parts: Push,
-                   payloads: Sequence[Any]) -> List[int]:
+                   payloads: Any) -> List[int]:
         """Accept push ``seq`` of ``rank`` for each (part, seq); returns the
         parts' durable rounds (pushes up to them need not be kept). ``rank``
         may be a tuple of ranks: a host's relay (:mod:`.relay`) sending the
-        sum of those workers' pushes (``dist_sync``)."""
+        sum of those workers' pushes (``dist_sync``). ``payloads``: a list
+        (:mod:`.messages`), or a :class:`~.shm.ShmBatch` where they lie."""
         names = parts.names
         items = list(parts.pairs())
         await self._check(incarnation, names)

@@ -39,9 +39,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...base import env
-
-__all__ = ["ShmBatch", "Segment", "PushPool", "Publisher", "Reader", "data_dir", "enabled"]
+__all__ = ["ShmBatch", "Segment", "PushPool", "Publisher", "Reader", "data_dir"]
 
 #: Bytes before the first part: the generation (uint64) and padding.
 HEADER = 64
@@ -49,11 +47,6 @@ _ALIGN = 64
 #: A pulled batch at least this big is unmapped from the worker once read
 #: (:meth:`Segment.forget`): big keys are not counted in the worker's memory.
 FORGET_BYTES = 128 << 20
-
-
-def enabled() -> bool:
-    """Whether the same-host path may be used (``MXKV_SHM``, default on)."""
-    return env("MXKV_SHM", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def data_dir(job: str) -> str:
@@ -198,7 +191,7 @@ class PushPool:
         seg = self._acquire(size)
         for (off, d, s), a in zip(parts, arrays):
             np.copyto(seg.view(off, d, s), a, casting="no")
-        done = []
+        done: List[Any] = []
 
         def release() -> None:
             if not done:

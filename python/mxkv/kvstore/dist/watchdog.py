@@ -83,7 +83,7 @@ def holding(paths: List[str]) -> List[int]:
     directory, and a process that renames itself (Ray's agents call
     ``setproctitle``) may overwrite what ``/proc/PID/environ`` shows."""
     roots = tuple(os.path.join(os.path.realpath(p), "") for p in paths)
-    out = []
+    out: List[int] = []
     if not roots:
         return out
     for name in os.listdir("/proc"):

@@ -17,22 +17,22 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import pickle
 import threading
 import weakref
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 import numpy as np
 
-from ...base import DeadNodeError, MXNetError, MXNetTimeoutError, env
+from ...base import DeadNodeError, MXNetError, MXNetTimeoutError
 from ...fileio import atomic_write, read_bytes
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
 from ..base import _local_comm
+from ..compression import GradientCompression
 from ..keys import check_priority, key_name
 from ..local import KeyLayout, KVStore, _stype
-from .channel import Call, Channel, Message
+from .channel import Call, Channel
 from .job import NAMESPACE, JobEnv, connect, coordinator_name, host_label
 from .messages import (
     CMD_COMPRESSION,
@@ -40,14 +40,12 @@ from .messages import (
     CMD_OPTIMIZER,
     CMD_UPDATER,
     Compressed,
-    Init,
     Pull,
-    PullReply,
-    Push,
     RowSparse,
 )
 from .sharding import Part, plan_key
-from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir, enabled, node_id
+from .shm import node_id
+from .transport import Transport
 
 __all__ = ["DistKVStore"]
 
@@ -80,14 +78,14 @@ class DistKVStore(KVStore):
         if self._job.p3 and not self._sync:
             raise MXNetError("Asynchronous update is not supported in P3StoreDist: P3 "
                              "(DMLC_PS_VAN_TYPE=p3) works with dist_sync only")
-        self._bound = env("MXNET_KVSTORE_BIGARRAY_BOUND", 1000 * 1000, minimum=1)
-        self._p3_slice = env("MXNET_KVSTORE_SLICE_THRESHOLD", 40 * 1000, minimum=1) \
-            if self._job.p3 else 0
+        cfg = self._config = self._job.config
+        self._bound = cfg.bigarray_bound
+        self._p3_slice = cfg.slice_threshold if self._job.p3 else 0
         ray = connect(self._job.address)
         self._ray = ray
         self._coord = ray.get_actor(coordinator_name(self._job.job), namespace=NAMESPACE)
         t = self._job.timeouts
-        self._node = node_id(ray) if enabled() else None
+        self._node = node_id(ray) if cfg.shm else None
         self._rank = ray.get(self._coord.join.remote(self._job.rank, host_label(), self._node),
                              timeout=t.fail)
         mode = "sync" if self._sync else "async"
@@ -95,16 +93,13 @@ class DistKVStore(KVStore):
         if job_mode != mode:
             raise MXNetError(f"kvstore '{name}' cannot join job {self._job.job!r}: its workers "
                              f"run dist_{job_mode}, and one job has one mode")
-        names = self._names = {}
+        names: Dict[Any, Any] = {}
+        self._names = names
         self._chan = Channel(ray, self._job.job, self._job.num_servers, self._rank, t,
                              describe=lambda name: key_name(names.get(name, name)))
-        # the same-host data path (shm.py): push segments per shard, pull
-        # mappings; pushes to shards on other hosts through this host's relay
-        # (relay.py), decided at the first push (None: not yet)
-        self._relayed: Optional[bool] = None
-        self._pools: Dict[int, PushPool] = {}
-        self._reader = Reader()
-        self._chan.relocate = self._relocate
+        # how payloads travel: shared memory, this host's relay, the object store
+        self._transport = Transport(ray, self._chan, self._coord, self._job.job, self._rank,
+                                    self._node, self._sync, self._job.p3, cfg)
         self._plans: Dict[Any, List[Part]] = {}
         self._seq: Dict[Any, int] = {}
         self._residual: Dict[Any, np.ndarray] = {}
@@ -114,18 +109,23 @@ class DistKVStore(KVStore):
         self._optimizer_known = False
         # rank 0's inits in flight (bytes): past MXKV_KEEP_BYTES, init waits
         self._init_bytes = 0
-        self._init_bound = env("MXKV_KEEP_BYTES", 512 << 20, int, minimum=1)
+        self._init_bound = cfg.keep_bytes
         self._sender = None
         if self._job.p3:
             from .p3 import PrioritySender
-            self._sender = PrioritySender(self._chan)
+            self._sender = PrioritySender(self._chan, window=cfg.p3_window_bytes)
         self._stop = threading.Event()
         self._beat = threading.Thread(
             target=DistKVStore._heartbeat, name="mxkv-heartbeat", daemon=True,
             args=(ray, self._coord, self._rank, t.heartbeat, self._stop))
         self._beat.start()
         ref = weakref.ref(self)
-        atexit.register(lambda: ref() is not None and ref().close())
+
+        def close_at_exit() -> None:
+            store = ref()
+            if store is not None:
+                store.close()
+        atexit.register(close_at_exit)
 
     # ------------------------------------------------------------ properties
     @property
@@ -177,90 +177,6 @@ class DistKVStore(KVStore):
                 self._names[p.name] = key
         return plan
 
-    # ------------------------------------------------------------ same host
-    def _fast(self, shard: int) -> bool:
-        """Whether payloads to ``shard`` go through shared memory (:mod:`.shm`):
-        it runs on this worker's Ray node, and P3 is off (P3 orders messages
-        on the wire)."""
-        return self._node is not None and self._chan.nodes[shard] == self._node \
-            and self._sender is None
-
-    def _via_relay(self, shard: int) -> bool:
-        """Whether dense pushes to ``shard`` go through this host's relay
-        (:mod:`.relay`): the shard is on another node and this node runs
-        other workers of the job too (``dist_sync``, no P3). Asked of the
-        coordinator at the first push (it waits until every worker joined)."""
-        with self._lock:
-            if self._relayed is None:
-                self._relayed = self._find_relay()
-        return self._relayed and self._chan.nodes[shard] != self._node
-
-    def _find_relay(self) -> bool:
-        """Ask the coordinator for this host's relay; set it on the channel."""
-        if not (self._sync and self._sender is None and self._node is not None
-                and any(n != self._node for n in self._chan.nodes)):
-            return False
-        t = self._job.timeouts
-        aggregate = bool(env("MXKV_HOST_AGGREGATION", 1, int, minimum=0))
-        relay = self._ray.get(self._coord.relay.remote(self._node, t, aggregate),
-                              timeout=t.fail)
-        if relay is None:
-            return False
-        self._chan.relay, self._chan.relay_ranks = relay[0], tuple(relay[1])
-        self._chan.relay_incarnation = self._ray.get(relay[0].hello.remote(),
-                                                     timeout=t.fail)["incarnation"]
-        return True
-
-    def _pool(self, shard: int) -> PushPool:
-        pool = self._pools.get(shard)
-        if pool is None:
-            pool = self._pools[shard] = PushPool(
-                data_dir(self._job.job), f"w{self._rank}-{os.getpid()}-s{shard}")
-        return pool
-
-    def _pack(self, shard: int, arrays: list):
-        """(batch, release) in a push segment, or None when no segment can be
-        made (the job's directory is gone: it is ending): the object store then."""
-        try:
-            return self._pool(shard).pack(arrays)
-        except OSError:
-            return None
-
-    #: an init's segments are filled on several threads from this many bytes
-    PARALLEL_PACK_BYTES = 64 << 20
-
-    def _pack_each(self, arrays: Dict[int, Optional[list]]) -> Dict[int, Any]:
-        """:meth:`_pack` for each shard's arrays (None: not by shared memory).
-
-        A big init's values go to fresh segments, whose pages the kernel
-        allocates as the copy first touches them; that, not the copy, is
-        most of the time (256 MB: about 170 ms of page faults, 20 ms of
-        copying). Separate files fault in parallel (on one file the threads
-        contend), so from ``PARALLEL_PACK_BYTES`` the segments of different
-        shards are filled on a thread each: 2 x 256 MB took 242 ms instead of
-        491 ms on the 2-core machine."""
-        todo = {s: a for s, a in arrays.items() if a is not None}
-        out: Dict[int, Any] = {s: None for s in arrays}
-        threads = min(len(todo), os.cpu_count() or 1)
-        if threads > 1 and sum(x.nbytes for a in todo.values() for x in a) \
-                >= self.PARALLEL_PACK_BYTES:
-            import concurrent.futures
-
-            with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-                out.update(zip(todo, pool.map(self._pack, todo, todo.values())))
-        else:
-            out.update({s: self._pack(s, a) for s, a in todo.items()})
-        return out
-
-    def _relocate(self, msg: Message) -> None:
-        """A kept push whose shard moved to another node: into the object store."""
-        if isinstance(msg.ref, ShmBatch) and not msg.relayed and not self._fast(msg.shard):
-            views = Reader(limit=1).views(msg.ref)
-            msg.ref = self._ray.put([np.array(v) for v in views])
-            if msg.release is not None:
-                msg.release()
-                msg.release = None
-
     def _by_shard(self, entries: List[Tuple[Part, Any, Any]]) -> Dict[int, tuple]:
         """Group (part, seq-or-shape, payload) by shard: items and payloads."""
         out: Dict[int, tuple] = {}
@@ -282,11 +198,10 @@ class DistKVStore(KVStore):
 
     @staticmethod
     def _rsp_payload(part: Part, merged: RowSparseNDArray) -> Any:
-        idx = np.asarray(merged._indices)
-        data = np.asarray(merged._data) if isinstance(merged._data, np.ndarray) else \
-            merged._data.get()
-        if isinstance(idx, np.ndarray) is False:
-            idx = idx.get()
+        idx: Any = merged._indices   # numpy, or cupy on a GPU
+        rows: Any = merged._data
+        data = rows if isinstance(rows, np.ndarray) else rows.get()
+        idx = idx if isinstance(idx, np.ndarray) else idx.get()
         lo, hi = np.searchsorted(idx, [part.lo, part.hi])
         return RowSparse(np.ascontiguousarray(data[lo:hi]), idx[lo:hi] - part.lo)
 
@@ -346,15 +261,7 @@ class DistKVStore(KVStore):
             if self._init_bytes and self._init_bytes + size > self._init_bound:
                 self._chan.reap(block=True)
                 self._init_bytes = 0
-            batches = self._pack_each({s: as_arrays(payloads) if self._fast(s) else None
-                                       for s, (_, payloads) in groups.items()})
-            for shard, (items, payloads) in groups.items():
-                batch = batches[shard]
-                if batch is not None:
-                    batch, release = batch
-                    msg = Message(shard, Init.of(items), batch, release=release)
-                else:
-                    msg = Message(shard, Init.of(items), self._ray.put(payloads))
+            for msg in self._transport.init_messages(groups):
                 self._chan.send(msg)
             self._init_bytes += size
             self._chan.reap()
@@ -405,14 +312,7 @@ class DistKVStore(KVStore):
             for part, payload in self._payloads(k, merged, True):
                 entries.append((part, seq, payload))
         for shard, (items, payloads) in self._by_shard(entries).items():
-            relayed = self._via_relay(shard)
-            arrays = as_arrays(payloads) if relayed or self._fast(shard) else None
-            batch = self._pack(shard, arrays) if arrays is not None else None
-            if batch is not None:
-                batch, release = batch
-                msg = Message(shard, Push.of(items), batch, release=release, relayed=relayed)
-            else:
-                msg = Message(shard, Push.of(items), self._ray.put(payloads))
+            msg = self._transport.push_message(shard, items, payloads)
             if self._sender is not None:
                 self._sender.submit(priority, msg, sum(p.nbytes for p in payloads))
             else:
@@ -456,57 +356,8 @@ class DistKVStore(KVStore):
             seq = self._seq[k]
             for part in self._plan(k, self._data[k]):
                 entries.append((part, seq, None))
-        groups = self._by_shard(entries)
-        fast = {s: self._fast(s) for s in groups}
-        while True:
-            values, batches = self._fetch(groups, fast)
-            if values is not None:
-                self._copy_out(keys, grouped, values)
-                stale = [s for s, b in batches.items() if not self._reader.still(b)]
-                for b in batches.values():
-                    self._reader.done(b)
-            else:
-                stale = batches   # a segment was gone before it was read
-            if not stale:
-                return
-            # a shard rewrote the segment while it was read: again, by the object store
-            for s in stale:
-                fast[s] = False
-
-    def _fetch(self, groups: Dict[int, tuple], fast: Dict[int, bool]):
-        """Pull calls to every shard: (values by (shard, part), shm batches by
-        shard), or (None, shards whose segment could not be mapped)."""
-        calls = [Call(s, lambda inc, s=s, items=items, f=fast[s]:
-                      self._chan.shards[s].pull.remote(inc, self._rank, Pull.of(items), f),
-                      "pull")
-                 for s, (items, _) in groups.items()]
-        replies: List[PullReply] = self._chan.call(calls, "pull")
-        values: Dict[Any, Any] = {}
-        batches: Dict[int, ShmBatch] = {}
-        in_store = []
-        for (shard, (items, _)), reply in zip(groups.items(), replies):
-            self._chan.note_durable(shard, [n for n, _ in items], reply.durable)
-            snap = reply.ref
-            if isinstance(snap, ShmBatch):
-                batches[shard] = snap
-            else:
-                in_store.append((shard, items, snap))
-        gone = []
-        for shard, snap in batches.items():
-            try:
-                arrs = self._reader.views(snap)
-            except OSError:
-                gone.append(shard)
-                continue
-            for (name, _), arr in zip(groups[shard][0], arrs):
-                values[(shard, name)] = arr
-        if gone:
-            return None, gone
-        arrays = self._ray.get([r for _, _, r in in_store])
-        for (shard, items, _), arrs in zip(in_store, arrays):
-            for (name, _), arr in zip(items, arrs):
-                values[(shard, name)] = arr
-        return values, batches
+        self._transport.pull(self._by_shard(entries),
+                             lambda values: self._copy_out(keys, grouped, values))
 
     def _copy_out(self, keys: list, grouped: dict, values: Dict[Any, Any]) -> None:
         """Copy pulled parts into the outs (the only copy a pull makes here)."""
@@ -634,7 +485,7 @@ class DistKVStore(KVStore):
             raise MXNetError("Gradient compression is not supported in P3StoreDist "
                              "(DMLC_PS_VAN_TYPE=p3)")
         super().set_gradient_compression(compression_params)
-        self._command(CMD_COMPRESSION, self._compression.get_params())
+        self._command(CMD_COMPRESSION, cast(GradientCompression, self._compression).get_params())
 
     # ------------------------------------------------------------ states
     def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
@@ -721,7 +572,5 @@ class DistKVStore(KVStore):
                 pass
             # the shards are done with this worker's segments (drained, or the job failed)
             self._chan.forget_all()
-            for pool in self._pools.values():
-                pool.close()
-            self._reader.close()
+            self._transport.close()
             super().close()  # the local part: comm streams, buffers, stored values

@@ -1,0 +1,108 @@
+"""The distributed store's knobs: read once from the environment, then handed down.
+
+Every ``MXKV_*`` / ``MXNET_KVSTORE_*`` setting of :mod:`mxkv.kvstore.dist`
+is read here, by :meth:`DistConfig.from_env`, into one frozen object, which
+the process that reads it hands to what it makes: a worker's store
+(:class:`~.worker.DistKVStore`) to its channel, relay and P3 sender, ``mxkv
+launch`` (:func:`~.cluster.create_job`) to the coordinator and the shards
+(a shard reads its own after its process's ``--env-server`` variables are
+set, :class:`~.shard.ServerShard`). Nothing below reads the environment.
+
+==============================  =========  =========================================
+variable                        default    meaning
+==============================  =========  =========================================
+MXKV_STALL_TIMEOUT              60         :class:`Timeouts` (seconds)
+MXKV_FAIL_TIMEOUT               600
+MXKV_HEARTBEAT_INTERVAL         1
+MXKV_DEAD_TIMEOUT               30
+MXKV_KEEP_BYTES                 512 MiB    pushes (and rank 0's inits) a worker keeps
+                                           until a checkpoint covers them
+MXKV_SHM                        1          the same-host shared-memory path (:mod:`.shm`)
+MXKV_SHM_PUBLISH_BYTES          4 GiB      a shard's pull segments at most
+MXKV_HOST_AGGREGATION           1          one relay per host (:mod:`.relay`)
+MXKV_P3_WINDOW_BYTES            8 MiB      P3's bytes in flight (:mod:`.p3`)
+MXNET_KVSTORE_BIGARRAY_BOUND    1000000    elements from which a key is split over
+                                           every shard (MXNet's)
+MXNET_KVSTORE_SLICE_THRESHOLD   40000      P3's slice size, in elements (MXNet's)
+MXKV_CHECKPOINT_DIR             (a temp)   where shards keep their checkpoint logs
+MXKV_CHECKPOINT_ROUNDS          4          state changes between checkpoints
+MXKV_CHECKPOINT_SLACK_MB        32         log growth allowed before compaction
+MXKV_SHARD_MAX_RESTARTS         -1         Ray restarts of a shard (-1: unbounded)
+==============================  =========  =========================================
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...base import env
+
+__all__ = ["DistConfig", "Timeouts", "DEFAULT_P3_WINDOW"]
+
+#: P3's default window (bytes in flight)
+DEFAULT_P3_WINDOW = 8 << 20
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Fault knobs, in seconds.
+
+    stall : ``MXKV_STALL_TIMEOUT`` (default 60): a call waiting this long for
+        other workers logs which ranks have not pushed which keys.
+    fail : ``MXKV_FAIL_TIMEOUT`` (default 600): past this the call fails with
+        an error naming them.
+    heartbeat : ``MXKV_HEARTBEAT_INTERVAL`` (default 1): how often workers
+        and shards report to the coordinator.
+    dead : ``MXKV_DEAD_TIMEOUT`` (default 30): a worker silent this long is
+        declared dead; calls that need it fail naming its rank.
+    """
+
+    stall: float = 60.0
+    fail: float = 600.0
+    heartbeat: float = 1.0
+    dead: float = 30.0
+
+    @classmethod
+    def from_env(cls) -> "Timeouts":
+        """The timeouts set by ``MXKV_STALL_TIMEOUT``, ``MXKV_FAIL_TIMEOUT``,
+        ``MXKV_HEARTBEAT_INTERVAL`` and ``MXKV_DEAD_TIMEOUT`` (seconds)."""
+        return cls(stall=env("MXKV_STALL_TIMEOUT", 60.0, float, minimum=0.001),
+                   fail=env("MXKV_FAIL_TIMEOUT", 600.0, float, minimum=0.001),
+                   heartbeat=env("MXKV_HEARTBEAT_INTERVAL", 1.0, float, minimum=0.01),
+                   dead=env("MXKV_DEAD_TIMEOUT", 30.0, float, minimum=0.01))
+
+
+@dataclass(frozen=True)
+class DistConfig:
+    """Every knob of the distributed store (the table above); the defaults
+    are the environment's when nothing is set."""
+
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    keep_bytes: int = 512 << 20
+    shm: bool = True
+    shm_publish_bytes: int = 4 << 30
+    host_aggregation: bool = True
+    p3_window_bytes: int = DEFAULT_P3_WINDOW
+    bigarray_bound: int = 1000 * 1000
+    slice_threshold: int = 40 * 1000
+    checkpoint_dir: str = ""
+    checkpoint_rounds: int = 4
+    checkpoint_slack_bytes: int = 32 << 20
+    shard_max_restarts: int = -1
+
+    @classmethod
+    def from_env(cls) -> "DistConfig":
+        """The knobs as this process's environment sets them (each checked:
+        an MXNetError names a bad one)."""
+        return cls(
+            timeouts=Timeouts.from_env(),
+            keep_bytes=env("MXKV_KEEP_BYTES", 512 << 20, int, minimum=1),
+            shm=env("MXKV_SHM", "1").strip().lower() not in ("0", "false", "no", "off"),
+            shm_publish_bytes=env("MXKV_SHM_PUBLISH_BYTES", 4 << 30, int, minimum=1),
+            host_aggregation=bool(env("MXKV_HOST_AGGREGATION", 1, int, minimum=0)),
+            p3_window_bytes=env("MXKV_P3_WINDOW_BYTES", DEFAULT_P3_WINDOW, int, minimum=0),
+            bigarray_bound=env("MXNET_KVSTORE_BIGARRAY_BOUND", 1000 * 1000, int, minimum=1),
+            slice_threshold=env("MXNET_KVSTORE_SLICE_THRESHOLD", 40 * 1000, int, minimum=1),
+            checkpoint_dir=env("MXKV_CHECKPOINT_DIR", ""),
+            checkpoint_rounds=env("MXKV_CHECKPOINT_ROUNDS", 4, int, minimum=1),
+            checkpoint_slack_bytes=env("MXKV_CHECKPOINT_SLACK_MB", 32, int, minimum=0) << 20,
+            shard_max_restarts=env("MXKV_SHARD_MAX_RESTARTS", -1, int, minimum=-1))

@@ -1,0 +1,249 @@
+"""A worker's data path: how its payloads reach the shards and pulled values
+come back.
+
+Three routes, chosen per shard:
+
+* **shared memory** (:mod:`.shm`) to a shard on this worker's Ray node
+  (``MXKV_SHM``, not with P3, which orders messages on the wire): pushes
+  and inits are packed into this worker's push segments, pulls answered
+  with the shard's pull segments and read in place;
+* **the host's relay** (:mod:`.relay`) for dense ``dist_sync`` pushes to a
+  shard on another node, when this node runs other workers of the job
+  (``MXKV_HOST_AGGREGATION``): handed over through the same push segments;
+* **Ray's object store** for everything else (``ray.put``).
+
+:class:`Transport` makes the messages (:class:`~.channel.Message`, which
+the channel sends, keeps and re-sends) and runs the pulls; the store above
+it (:class:`~.worker.DistKVStore`) decides what to send. Changing how bytes
+travel between hosts is a change here.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .channel import Call, Channel, Message
+from .config import DistConfig
+from .messages import Init, Pull, PullReply, Push
+from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir
+
+__all__ = ["Transport", "Groups"]
+
+#: shard -> (its (part name, tag) items, their payloads); the tag is a
+#: sequence number (push, pull) or a shape (init)
+Groups = Dict[int, Tuple[List[Tuple[Any, Any]], List[Any]]]
+
+
+class Transport:
+    """One worker's routes to the shards of its job.
+
+    Parameters
+    ----------
+    ray : module
+    chan : Channel
+        The worker's channel (its relay is set here when one is used).
+    coord : actor handle
+        The job's coordinator (asked for this host's relay).
+    job : str
+    rank : int
+    node : str or None
+        This worker's Ray node; None turns the shared-memory path off.
+    sync : bool
+        ``dist_sync`` (a relay sums rounds: sync only).
+    ordered : bool
+        Pushes must leave in the order they are sent (P3): no shared memory,
+        no relay.
+    config : DistConfig
+    """
+
+    #: an init's segments are filled on several threads from this many bytes
+    PARALLEL_PACK_BYTES = 64 << 20
+
+    def __init__(self, ray: Any, chan: Channel, coord: Any, job: str, rank: int,
+                 node: Optional[str], sync: bool, ordered: bool, config: DistConfig) -> None:
+        self.ray = ray
+        self.chan = chan
+        self.coord = coord
+        self.job = job
+        self.rank = rank
+        self.node = node
+        self.sync = sync
+        self.ordered = ordered
+        self.config = config
+        # pushes to shards on other hosts through this host's relay, decided
+        # at the first push (None: not yet)
+        self.relayed: Optional[bool] = None
+        self.pools: Dict[int, PushPool] = {}
+        self.reader = Reader()
+        self._lock = threading.Lock()
+        chan.relocate = self.relocate
+
+    # ------------------------------------------------------------ routes
+    def fast(self, shard: int) -> bool:
+        """Whether payloads to ``shard`` go through shared memory: it runs on
+        this worker's Ray node, and messages need not keep their order (P3)."""
+        return self.node is not None and self.chan.nodes[shard] == self.node \
+            and not self.ordered
+
+    def via_relay(self, shard: int) -> bool:
+        """Whether dense pushes to ``shard`` go through this host's relay: the
+        shard is on another node and this node runs other workers of the job
+        too (``dist_sync``, no P3). Asked of the coordinator at the first
+        push (it waits until every worker joined)."""
+        with self._lock:
+            if self.relayed is None:
+                self.relayed = self._find_relay()
+        return self.relayed and self.chan.nodes[shard] != self.node
+
+    def _find_relay(self) -> bool:
+        """Ask the coordinator for this host's relay; set it on the channel."""
+        if not (self.sync and not self.ordered and self.node is not None
+                and any(n != self.node for n in self.chan.nodes)):
+            return False
+        fail = self.config.timeouts.fail
+        relay = self.ray.get(self.coord.relay.remote(self.node, self.config), timeout=fail)
+        if relay is None:
+            return False
+        self.chan.relay, self.chan.relay_ranks = relay[0], tuple(relay[1])
+        self.chan.relay_incarnation = self.ray.get(relay[0].hello.remote(),
+                                                   timeout=fail)["incarnation"]
+        return True
+
+    # ------------------------------------------------------------ push segments
+    def _pool(self, shard: int) -> PushPool:
+        pool = self.pools.get(shard)
+        if pool is None:
+            pool = self.pools[shard] = PushPool(
+                data_dir(self.job), f"w{self.rank}-{os.getpid()}-s{shard}")
+        return pool
+
+    def _pack(self, shard: int, arrays: list) -> Optional[Tuple[ShmBatch, Callable[[], None]]]:
+        """(batch, release) in a push segment, or None when no segment can be
+        made (the job's directory is gone: it is ending): the object store then."""
+        try:
+            return self._pool(shard).pack(arrays)
+        except OSError:
+            return None
+
+    def _pack_each(self, arrays: Dict[int, Optional[list]]) -> Dict[int, Any]:
+        """:meth:`_pack` for each shard's arrays (None: not by shared memory).
+
+        A big init's values go to fresh segments, whose pages the kernel
+        allocates as the copy first touches them; that, not the copy, is
+        most of the time (256 MB: about 170 ms of page faults, 20 ms of
+        copying). Separate files fault in parallel (on one file the threads
+        contend), so from ``PARALLEL_PACK_BYTES`` the segments of different
+        shards are filled on a thread each: 2 x 256 MB took 242 ms instead of
+        491 ms on the 2-core machine."""
+        todo = {s: a for s, a in arrays.items() if a is not None}
+        out: Dict[int, Any] = {s: None for s in arrays}
+        threads = min(len(todo), os.cpu_count() or 1)
+        if threads > 1 and sum(x.nbytes for a in todo.values() for x in a) \
+                >= self.PARALLEL_PACK_BYTES:
+            with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+                out.update(zip(todo, pool.map(self._pack, todo, todo.values())))
+        else:
+            out.update({s: self._pack(s, a) for s, a in todo.items()})
+        return out
+
+    def relocate(self, msg: Message) -> None:
+        """A kept push whose shard moved to another node: into the object store."""
+        if isinstance(msg.ref, ShmBatch) and not msg.relayed and not self.fast(msg.shard):
+            views = Reader(limit=1).views(msg.ref)
+            msg.ref = self.ray.put([np.array(v) for v in views])
+            if msg.release is not None:
+                msg.release()
+                msg.release = None
+
+    # ------------------------------------------------------------ messages
+    def init_messages(self, groups: Groups) -> List[Message]:
+        """Rank 0's init of ``groups`` (items: (part, shape)), a message per shard."""
+        batches = self._pack_each({s: as_arrays(payloads) if self.fast(s) else None
+                                   for s, (_, payloads) in groups.items()})
+        out = []
+        for shard, (items, payloads) in groups.items():
+            batch = batches[shard]
+            if batch is not None:
+                out.append(Message(shard, Init.of(items), batch[0], release=batch[1]))
+            else:
+                out.append(Message(shard, Init.of(items), self.ray.put(payloads)))
+        return out
+
+    def push_message(self, shard: int, items: Sequence[Tuple[Any, int]],
+                     payloads: List[Any]) -> Message:
+        """A push of (part, seq) ``items`` to ``shard``, by the route it takes."""
+        relayed = self.via_relay(shard)
+        arrays = as_arrays(payloads) if relayed or self.fast(shard) else None
+        batch = self._pack(shard, arrays) if arrays is not None else None
+        if batch is not None:
+            return Message(shard, Push.of(items), batch[0], release=batch[1], relayed=relayed)
+        return Message(shard, Push.of(items), self.ray.put(payloads))
+
+    # ------------------------------------------------------------ pulls
+    def pull(self, groups: Groups, consume: Callable[[Dict[Any, Any]], None]) -> None:
+        """Pull (part, seq) ``groups`` from their shards and hand the values,
+        by (shard, part), to ``consume`` (which copies them out: they may be
+        views of a pull segment). A segment the shard rewrote while it was
+        read is pulled again, through the object store."""
+        fast = {s: self.fast(s) for s in groups}
+        while True:
+            values, batches = self._fetch(groups, fast)
+            if values is not None:
+                consume(values)
+                stale = [s for s, b in batches.items() if not self.reader.still(b)]
+                for b in batches.values():
+                    self.reader.done(b)
+            else:
+                stale = list(batches)   # a segment was gone before it was read
+            if not stale:
+                return
+            for s in stale:
+                fast[s] = False
+
+    def _fetch(self, groups: Groups, fast: Dict[int, bool]
+               ) -> Tuple[Optional[Dict[Any, Any]], Any]:
+        """Pull calls to every shard: (values by (shard, part), shm batches by
+        shard), or (None, shards whose segment could not be mapped)."""
+        chan = self.chan
+
+        def call(shard: int, items: list) -> Call:
+            return Call(shard, lambda inc: chan.shards[shard].pull.remote(
+                inc, self.rank, Pull.of(items), fast[shard]), "pull")
+        replies: List[PullReply] = chan.call([call(s, items) for s, (items, _) in groups.items()],
+                                             "pull")
+        values: Dict[Any, Any] = {}
+        batches: Dict[int, ShmBatch] = {}
+        in_store = []
+        for (shard, (items, _)), reply in zip(groups.items(), replies):
+            chan.note_durable(shard, [n for n, _ in items], reply.durable)
+            if isinstance(reply.ref, ShmBatch):
+                batches[shard] = reply.ref
+            else:
+                in_store.append((shard, items, reply.ref))
+        gone = []
+        for shard, snap in batches.items():
+            try:
+                arrs = self.reader.views(snap)
+            except OSError:
+                gone.append(shard)
+                continue
+            for (name, _), arr in zip(groups[shard][0], arrs):
+                values[(shard, name)] = arr
+        if gone:
+            return None, gone
+        arrays = self.ray.get([r for _, _, r in in_store])
+        for (shard, items, _), arrs in zip(in_store, arrays):
+            for (name, _), arr in zip(items, arrs):
+                values[(shard, name)] = arr
+        return values, batches
+
+    def close(self) -> None:
+        """Let go of the push segments and pull mappings (the shards are done
+        with them: drained, or the job failed)."""
+        for pool in self.pools.values():
+            pool.close()
+        self.reader.close()
