@@ -72,6 +72,23 @@ def clojure_rows(r: Dict[str, Any]) -> List[Dict[str, Any]]:
     return [*(r.get("bridge") or {}).get("rows", []), *(r.get("startup") or {}).get("rows", [])]
 
 
+def memory_bandwidth(floors: Dict[str, Any]) -> Optional[float]:
+    """The machine's measured memory bandwidth in bytes/s (traffic, STREAM's
+    convention): the better of the run's numpy copy and add, or None."""
+    rates = [floors[k]["gbps"] for k in ("copy", "add") if k in floors]
+    return max(rates) * 1e9 if rates else None
+
+
+def _floor_cell(row: Dict[str, Any], bandwidth: Optional[float]) -> str:
+    """A row's memory floor (traffic / bandwidth) and its numpy floor's median."""
+    traffic = row.get("traffic_bytes")
+    if not traffic or bandwidth is None:
+        return "-"
+    cell = _t(traffic / bandwidth)
+    numpy_floor = (row.get("floor") or {}).get("median_s")
+    return cell + (" (%s)" % _t(numpy_floor) if numpy_floor else "")
+
+
 def _judged_table(heading: str, rows: List[Dict[str, Any]]) -> List[str]:
     """A markdown table of ``bridge_rows._row`` rows under ``heading``."""
     out = [heading, "", "| row | measure | value | floor | ratio | target | result |",
@@ -97,19 +114,27 @@ def markdown(r: Dict[str, Any], image: Optional[str]) -> str:
                "(lower is better); the ratio of minimums in brackets." % (reps["reps"],
                                                                         reps["warmup"]))
     out.append("")
-    out.append("| workload | size | MXNet | mxkv | mxkv / MXNet | target | result |")
-    out.append("|---|---|--:|--:|--:|--:|:-:|")
+    fl = r.get("floors", {})
+    bandwidth = memory_bandwidth(fl)
+    out.append("Memory floor: the row's memory traffic (per key, k-1 adds into a buffer and "
+               "k copies out: 4 bytes x elements x (3(k-1) + 2k)) over the machine's "
+               "measured bandwidth (%s, the better of numpy's 64 MiB copy and add, one "
+               "thread); the numpy floor's own time, same shapes, one thread, beside it."
+               % ("-" if bandwidth is None else "%.1f GB/s" % (bandwidth / 1e9)))
+    out.append("")
+    out.append("| workload | size | MXNet | mxkv | mxkv / MXNet | memory floor (numpy) "
+               "| target | result |")
+    out.append("|---|---|--:|--:|--:|--:|--:|:-:|")
     for row in r["rows"]:
         ratio = ("**%.2f** (%.2f)" % (row["ratio"], row["ratio_min"])
                  if row.get("ratio") is not None else "-")
         status = _result(row["status"])
         if row.get("note"):
             status += " <sub>%s</sub>" % row["note"].replace("|", "/")
-        out.append("| %s | %s | %s | %s | %s | <= %.1f | %s |" % (
+        out.append("| %s | %s | %s | %s | %s | %s | <= %.1f | %s |" % (
             row["title"], row["size"], _side(row.get("mxnet", {})), _side(row.get("mxkv", {})),
-            ratio, row["target"], status))
+            ratio, _floor_cell(row, bandwidth), row["target"], status))
     out.append("")
-    fl = r.get("floors", {})
     out.append("**Floors** (same machine, same run, measured in the mxkv interpreter):")
     out.append("")
     out.append("| floor | value |")

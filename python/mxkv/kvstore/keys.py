@@ -22,6 +22,7 @@ __all__ = ["check_priority", "flatten", "group", "key_name", "pair_row_ids"]
 
 _ARRAY_TYPES = (NDArray, RowSparseNDArray)
 _PLAIN_TYPES = {NDArray, RowSparseNDArray}
+_PLAIN_OR_LISTS = _PLAIN_TYPES | {list, tuple}
 
 
 def key_name(key: Any) -> str:
@@ -138,9 +139,35 @@ def _flatten_plain(keys: Any, values: Any, what: str):
     else:
         return None
     types = set(map(type, values))
-    if not types <= _PLAIN_TYPES or (what == "value" and RowSparseNDArray in types):
+    if types <= _PLAIN_TYPES:
+        pairs = list(zip(keys, values))
+    elif types <= _PLAIN_OR_LISTS:  # some keys with a list of values (one per device)
+        pairs, types = _pairs_of_lists(keys, values)
+        if pairs is None or not types <= _PLAIN_TYPES:
+            return None
+    else:
+        return None
+    if what == "value" and RowSparseNDArray in types:
         return None  # (row_sparse values are checked on the general path)
-    return list(zip(keys, values)), is_str
+    return pairs, is_str
+
+
+def _pairs_of_lists(keys: Sequence[Any], values: Sequence[Any]):
+    """``(key, value)`` for each value, and the set of the values' types; None
+    for the pairs when a list is empty (the general path says so)."""
+    pairs: List[Tuple[Any, Any]] = []
+    types: set = set()
+    add, extend, note = pairs.append, pairs.extend, types.update
+    for k, v in zip(keys, values):
+        if type(v) is list or type(v) is tuple:
+            if not v:
+                return None, types
+            note(map(type, v))
+            extend([(k, x) for x in v])
+        else:
+            types.add(type(v))
+            add((k, v))
+    return pairs, types
 
 
 def _append(pairs: list, key: Any, value: Any, op: str, what: str) -> None:

@@ -272,8 +272,17 @@ class KVStore(KVStoreBase):
             )
 
     def _apply_push(self, grouped: dict) -> None:
+        sums: list = []  # dense sums into stored buffers, run as one batch
+        try:
+            self._push_keys(grouped, sums)
+        finally:  # (also after an error: a buffer made private is filled)
+            self._comm.reduce_many(sums)
+
+    def _push_keys(self, grouped: dict, sums: list) -> None:
+        """Push every key of ``grouped``; the dense sums without an updater are
+        appended to ``sums`` as ``(key, values, stored buffer)`` for the caller."""
         stored_values, shared = self._data.values, self._data.shared_keys
-        reduce, no_updater = self._comm.reduce, self._updater is None
+        no_updater = self._updater is None
         for k in self._sorted_keys(grouped):
             vals = grouped[k]
             stored = stored_values[k]
@@ -281,7 +290,7 @@ class KVStore(KVStoreBase):
                     type(vals[0]) is NDArray and k not in shared:
                 a, s = vals[0]._array, stored._array
                 if a.dtype == s.dtype and a.nbytes < SHARE_MIN_BYTES:
-                    reduce(k, vals, out=stored)  # the common small case: one copy
+                    sums.append((k, vals, stored))  # the common small case: one copy
                     continue
             rows = isinstance(vals[0], RowSparseNDArray) or (
                 self._updater is None and self._init_stype[k] == "row_sparse")
@@ -289,7 +298,7 @@ class KVStore(KVStoreBase):
                 if rows:
                     self._store_rows(k, self._merge_rows(k, vals, stored.dtype))
                 else:
-                    self._store_sum(k, vals)
+                    self._store_sum(k, vals, sums)
                 continue
             merged = self._merge_rows(k, vals, stored.dtype) if rows else \
                 self._merge_dense(k, vals, stored.dtype)
@@ -319,7 +328,10 @@ class KVStore(KVStoreBase):
         else:  # as MXNet: the key takes the pushed value's storage type
             self._data.set(k, merged)
 
-    def _store_sum(self, k: Any, vals: list) -> None:
+    def _store_sum(self, k: Any, vals: list, sums: list) -> None:
+        """Make ``k``'s stored value the sum of ``vals``: shared (one value,
+        copy-on-write), or a ``(key, values, out)`` job appended to ``sums``
+        for the comm's ``reduce_many``."""
         dense = [v.tostype("default") if isinstance(v, RowSparseNDArray) else v for v in vals]
         if len(dense) == 1 and self._compression is None and \
                 self._data.can_share(k, dense[0]) and self._data.share(k, dense[0]):
@@ -330,7 +342,7 @@ class KVStore(KVStoreBase):
             self._data.set(k, out)
         else:
             out = self._data.writable(k, keep=False)
-        self._comm.reduce(k, self.cast(dense, out.dtype), out=out)
+        sums.append((k, self.cast(dense, out.dtype), out))
 
     def push(self, key: Any, value: Any, priority: int = 0) -> None:
         """Push values: several values for one key are summed first.
@@ -409,6 +421,16 @@ class KVStore(KVStoreBase):
         self._pull_keys(grouped)
 
     def _pull_keys(self, grouped: dict) -> None:
+        copies: list = []  # dense copies, run as batches
+        try:
+            self._pull_each(grouped, copies)
+        finally:
+            self._comm.broadcast_many(copies)
+
+    def _pull_each(self, grouped: dict, copies: list) -> None:
+        """Pull every key of ``grouped``; the common dense copies are appended to
+        ``copies`` as ``(key, stored, outs)``, run here before any other key's
+        pull (outs may overlap) and by the caller at the end."""
         stored_values = self._data.values
         for k in self._sorted_keys(grouped):
             outs = grouped[k]
@@ -416,8 +438,10 @@ class KVStore(KVStoreBase):
             if type(stored) is NDArray and ((len(outs) == 1 and type(outs[0]) is NDArray) or
                                             all(type(o) is NDArray for o in outs)):
                 if outs:
-                    self._comm.broadcast(k, stored, outs)
+                    copies.append((k, stored, outs))
                 continue
+            self._comm.broadcast_many(copies)  # in key order: outs may overlap
+            copies.clear()
             if isinstance(stored, RowSparseNDArray):
                 for o in outs:
                     stored.copyto(o)

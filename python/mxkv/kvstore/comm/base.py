@@ -13,7 +13,7 @@ Comms are registered by name (``Comm.register``) and built by
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Type
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
@@ -104,6 +104,12 @@ class Comm:
     def _reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray]) -> NDArray:
         raise NotImplementedError
 
+    def reduce_many(self, jobs: Sequence[Tuple[Any, List[NDArray], NDArray]]) -> None:
+        """:meth:`reduce` ``(key, srcs, out)`` for every job, in order; a comm
+        may run them together (``CommCPU``: host arrays on the reducer's threads)."""
+        for key, srcs, out in jobs:
+            self.reduce(key, srcs, out)
+
     def reduce_row_sparse(self, key: Any, srcs: List[RowSparseNDArray]) -> RowSparseNDArray:
         """Sum row-sparse ``srcs`` (union of rows) into a new array on the store context."""
         data, idx = sum_row_sparse(srcs)
@@ -120,6 +126,12 @@ class Comm:
                 return
         with self.streams.op([src], dsts):
             self._broadcast(key, src, dsts)
+
+    def broadcast_many(self, jobs: Sequence[Tuple[Any, NDArray, List[NDArray]]]) -> None:
+        """:meth:`broadcast` ``(key, src, dsts)`` for every job, in order; a
+        comm may run them together, as :meth:`reduce_many`."""
+        for key, src, dsts in jobs:
+            self.broadcast(key, src, dsts)
 
     def _broadcast(self, key: Any, src: NDArray, dsts: List[NDArray]) -> None:
         s = src._array

@@ -5,13 +5,14 @@ output; values on GPUs are first copied to a host staging buffer.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...context import empty_host
 from ...ndarray import NDArray
 from .base import Comm, copy_array
+from .reduce import disjoint
 
 __all__ = ["CommCPU"]
 
@@ -69,7 +70,66 @@ class CommCPU(Comm):
             copy_array(out._array, tmp)
         return out
 
+    def reduce_many(self, jobs: Sequence[Tuple[Any, List[NDArray], NDArray]]) -> None:
+        """Every job's sum into its ``out``; when all are independent host
+        arrays of one dtype per job, as one batch cut into equal shares for the
+        reducer's threads (``Reducer.sum_many``), else one job at a time."""
+        plain = self._worth_batching(len(jobs), (out._array.size for _, _, out in jobs)) and \
+            _host_jobs([(out, srcs) for _, srcs, out in jobs])
+        if not plain:
+            super().reduce_many(jobs)
+        else:
+            self.reducer.sum_many(plain)
+
+    def broadcast_many(self, jobs: Sequence[Tuple[Any, NDArray, List[NDArray]]]) -> None:
+        """Every job's copies, as :meth:`reduce_many` (``Reducer.copy_many``)."""
+        plain = self._worth_batching(len(jobs), (src._array.size for _, src, _ in jobs)) and \
+            _host_jobs([(src, dsts) for _, src, dsts in jobs], reads_first=True)
+        if not plain:
+            super().broadcast_many(jobs)
+        else:
+            self.reducer.copy_many(plain)
+
+    def _worth_batching(self, njobs: int, sizes: Iterable[int]) -> bool:
+        """Whether ``njobs`` jobs of ``sizes`` elements are worth the threads:
+        below the big-array bound in all, one job at a time costs less than
+        checking the batch (and one job splits on its own)."""
+        r = self.reducer
+        if r.nthreads == 1 or njobs < 2:
+            return False
+        total = 0
+        for n in sizes:
+            total += n
+            if total >= r.bigarray_bound:
+                return True
+        return False
+
     def _free(self) -> None:
         self._merge.clear()
         self._staging.clear()
         super()._free()
+
+
+def _host_jobs(jobs: Sequence[Tuple[Any, Any]], reads_first: bool = False) -> Optional[list]:
+    """``jobs`` (``(one, many)`` NDArrays: ``(out, srcs)``, or ``(src, dsts)``
+    when ``reads_first``) as the same pairs of numpy arrays, when all are
+    contiguous host arrays (no GPU context, simulated ones included) of one
+    dtype per job and no job writes memory another touches; None otherwise."""
+    plain, access = [], []
+    for one, many in jobs:
+        a = one._array
+        if one._ctx.device_typeid == 2 or type(a) is not np.ndarray:
+            return None
+        dtype, arrays = a.dtype, []
+        for m in many:
+            b = m._array
+            if m._ctx.device_typeid == 2 or type(b) is not np.ndarray or b.dtype != dtype:
+                return None
+            arrays.append(b)
+        plain.append((a, arrays))
+        access.append(([a], arrays) if reads_first else (arrays, [a]))
+    for _, written in access:
+        for w in written:
+            if not w.flags.c_contiguous:
+                return None  # (flattening it would copy: the write would be lost)
+    return plain if disjoint(access) else None

@@ -36,6 +36,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 import numpy as np
 
 from ...base import MXNetError
+from .reduce import byte_bounds
 
 __all__ = ["SimEvent", "SimStream", "SimulatedStreams", "StreamOrderError"]
 
@@ -80,17 +81,6 @@ class _Region:
         self.lo, self.hi = lo, hi
         self.write: Optional[Tuple[SimStream, int]] = None
         self.reads: List[Tuple[SimStream, int]] = []
-
-
-def _byte_bounds(a: np.ndarray) -> Tuple[int, int]:
-    """First and one-past-last byte addresses ``a`` touches."""
-    lo = hi = a.__array_interface__["data"][0]
-    for n, st in zip(a.shape, a.strides):
-        if st < 0:
-            lo += st * (n - 1)
-        else:
-            hi += st * (n - 1)
-    return lo, hi + a.itemsize
 
 
 def _root(a: np.ndarray) -> np.ndarray:
@@ -268,7 +258,7 @@ class SimulatedStreams:
             return []
         root = _root(arr)
         base = root.__array_interface__["data"][0]
-        lo, hi = _byte_bounds(arr)
+        lo, hi = byte_bounds(arr)
         lo, hi = lo - base, hi - base
         rid = id(root)
         regions = self._regions.get(rid)
