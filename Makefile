@@ -33,9 +33,10 @@ clojure: $(STAMP)
 test: test-python test-interop
 
 # The inner loop: every test that needs no JVM, no Ray cluster and not the
-# docs runner (tests/conftest.py marks those by directory and fixture), so no
+# docs runner, nor the emulated hosts (tests/conftest.py marks those by
+# directory and fixture), so no
 # Clojure set-up either. About a minute on 2 cores; `make test` runs the rest.
-FAST_MARKS := not (jvm or ray or docs)
+FAST_MARKS := not (jvm or ray or docs or multihost)
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "$(FAST_MARKS)" tests
 

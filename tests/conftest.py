@@ -1,10 +1,13 @@
 """Shared test fixtures and markers.
 
-Tiers. ``make test-fast`` runs every test not marked ``jvm``, ``ray`` or
-``docs``; ``make test`` runs them all. The marks are applied here, never by
-hand, so a new test lands in the right tier by where it lives or what it uses:
+Tiers. ``make test-fast`` runs every test not marked ``jvm``, ``ray``,
+``docs`` or ``multihost``; ``make test`` runs them all. The marks are
+applied here, never by hand, so a new test lands in the right tier by where
+it lives or what it uses:
 
-* by directory: ``tests/distributed/`` is ``ray``, ``interop-tests/`` is ``jvm``;
+* by directory: ``tests/distributed/`` is ``ray``, ``tests/multihost/`` is
+  ``multihost`` (emulated hosts, tools/hosts.py: skipped, saying why, where
+  namespaces cannot be made), ``interop-tests/`` is ``jvm``;
 * by fixture: a test that uses ``needs_jvm``, ``needs_ray`` or ``docs_runner``,
   directly or through another fixture (``def my_jvm(needs_jvm): ...``), gets
   ``jvm``, ``ray`` or ``docs``. The ``needs_*`` fixtures also skip, saying what
@@ -44,12 +47,14 @@ def cuda_gpus_available() -> bool:
 ROOT = Path(__file__).resolve().parent.parent
 
 # Tier of each directory (relative to the repository root) and fixture.
-TIER_DIRS = {"tests/distributed": "ray", "interop-tests": "jvm"}
+TIER_DIRS = {"tests/distributed": "ray", "tests/multihost": "multihost",
+             "interop-tests": "jvm"}
 TIER_FIXTURES = {"needs_jvm": "jvm", "needs_ray": "ray", "docs_runner": "docs"}
 
 
 def tiers(item) -> set:
-    """The tier marks (``jvm``, ``ray``, ``docs``) ``item`` gets from its path and fixtures."""
+    """The tier marks (``jvm``, ``ray``, ``docs``, ``multihost``) ``item`` gets from
+    its path and fixtures."""
     used = getattr(item, "fixturenames", ())
     out = {mark for name, mark in TIER_FIXTURES.items() if name in used}
     try:
