@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-sweeps gpu-check gpu-check-quick lint clean
+.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-multihost bench-sweeps gpu-check gpu-check-quick lint clean
 
 all: test
 
@@ -78,6 +78,12 @@ bench-sweeps: $(STAMP)
 # Distributed jobs (dist_sync, ResNet-50's parameters) against MXNet's ps-lite.
 bench-dist: $(STAMP)
 	bash benchmarks/run.sh dist $(BENCH_ARGS)
+
+# ResNet-50 across 2 emulated hosts at 1 Gbit/s each (tools/hosts.py; root):
+# mxkv, gloo and MXNet's ps-lite, the floor, the bytes on each link.
+MXNET_VENV ?= $(CURDIR)/.venv-mxnet
+bench-multihost: $(STAMP)
+	MXNET_VENV=$(MXNET_VENV) $(PY) benchmarks/multihost_bench.py $(BENCH_ARGS)
 
 # A full run (rows and sweeps) recorded in benchmarks/results and docs/benchmarks.md.
 bench-record: $(STAMP)

@@ -54,13 +54,22 @@ def main() -> int:
     kv._barrier()
     setup = time.perf_counter() - t0
 
+    # push's return, then pull + waitall; each iteration's wall-clock start
+    phases = {"push_s": [], "pull_s": [], "start_wall": []}
+
     def step():
+        phases["start_wall"].append(time.time())
+        t = time.perf_counter()
         kv.push(keys, grads)
+        phases["push_s"].append(time.perf_counter() - t)
         kv.pull(keys, out=outs)
         mx.nd.waitall()
+        phases["pull_s"].append(time.perf_counter() - t - phases["push_s"][-1])
 
     times = []
     for i in range(a.warmup + a.iters):
+        if i == a.warmup:
+            loop_start = time.time()
         t = time.perf_counter()
         step()
         dt = time.perf_counter() - t
@@ -72,11 +81,16 @@ def main() -> int:
                                      f"{got.ravel()[:4]}")
         if i >= a.warmup:
             times.append(dt)
+    loop_end = time.time()
     kv._barrier()
-    if kv.rank == 0:
+    if kv.rank != 0:   # every rank's phases (multihost_bench.py reads their offsets)
+        with open(f"{a.out}.rank{kv.rank}", "w") as f:
+            json.dump({"rank": kv.rank, **{k: v[a.warmup:] for k, v in phases.items()}}, f)
+    if kv.rank == 0:   # (loop_wall: the timed loop's bounds, for link counters)
         with open(a.out, "w") as f:
             json.dump({"module": a.module, "workers": kv.num_workers, "times_s": times,
-                       "setup_s": setup}, f)
+                       "setup_s": setup, "loop_wall": [loop_start, loop_end],
+                       **{k: v[a.warmup:] for k, v in phases.items()}}, f)
     return 0
 
 

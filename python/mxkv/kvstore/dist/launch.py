@@ -4,7 +4,8 @@
 
     mxkv launch -n WORKERS [-s SERVERS] [--launcher local] [--ray-address ADDR]
                 [--env K=V ...] [--env-worker K=V ...] [--env-server K=V ...]
-                [--server-cmd CMD] [--p3] [--shard-placement spread|pack] -- CMD ...
+                [--server-cmd CMD] [--p3] [--shard-placement spread|pack]
+                [--workers-per-host N] -- CMD ...
 
 Joins the Ray cluster at ``--ray-address`` (or ``MXKV_RAY_ADDRESS``/
 ``RAY_ADDRESS``), or starts a local one on loopback; creates the job's
@@ -19,6 +20,9 @@ of a worker, or 0.
 ``--launcher ray`` runs each worker (and server) command on a node of the
 Ray cluster instead, spread over the nodes by a placement group: the way to
 use several hosts (the command must exist on every host).
+``--workers-per-host N`` (with ``--launcher ray``) puts ranks 0..N-1 on the
+launcher's node, the next N on another node, and so on, by a hard node
+affinity each (Ray's SPREAD put 4 workers 3 and 1 on two nodes).
 ``--shard-placement spread|pack`` places the shards as evenly over the
 nodes as Ray can (default), or on as few as it can.
 
@@ -121,6 +125,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--shard-placement", default="spread", choices=["spread", "pack"],
                    help="'spread' (default): shards round robin over the cluster's nodes; "
                    "'pack': all on the launcher's node")
+    p.add_argument("--workers-per-host", type=int, default=None, metavar="N",
+                   help="with --launcher ray: N workers on each node, ranks 0..N-1 on the "
+                   "launcher's node, the next N on another, ... (default: spread)")
     p.add_argument("--num-cpus", type=int, default=None,
                    help="CPUs of a local Ray cluster (default: Ray's count)")
     p.add_argument("-H", "--hostfile", default=None, help=argparse.SUPPRESS)
@@ -135,6 +142,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                 "hosts (ray start --head / ray start --address ...) and pass --ray-address")
     if args.num_workers < 1:
         p.error("-n must be at least 1")
+    if args.workers_per_host is not None:
+        if args.launcher != "ray":
+            p.error("--workers-per-host places workers on several hosts: it needs "
+                    "--launcher ray")
+        if args.workers_per_host < 1:
+            p.error("--workers-per-host must be at least 1")
     if args.num_servers is None:
         args.num_servers = args.num_workers
     if args.num_servers < 1:
@@ -225,11 +238,17 @@ def _start_processes(args: argparse.Namespace, job: Any, sup: Supervisor,
                      call_timeout_ms: Optional[int]) -> None:
     common = _env_pairs(args.env, "--env")
     if args.launcher == "ray":   # spread over the nodes by a placement group of their own
-        from .cluster import placement_options
+        from .cluster import per_node_options, placement_options
 
-        group, opts = placement_options(args.num_workers + (args.num_servers if args.server_cmd
-                                                            else 0), "spread")
-        job.groups.append(group)   # removed with the job
+        count = args.num_workers + (args.num_servers if args.server_cmd else 0)
+        if args.workers_per_host:
+            # servers (--server-cmd) first, as they are started: one more node's worth
+            opts = per_node_options(count, args.workers_per_host)
+            opts = opts[args.num_workers:] + opts[:args.num_workers] if args.server_cmd \
+                else opts
+        else:
+            group, opts = placement_options(count, "spread")
+            job.groups.append(group)   # removed with the job
         places = iter(opts)
 
         def spawn(cmd: List[str], env: Dict[str, str], prefix: str) -> Any:
