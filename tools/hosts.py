@@ -344,9 +344,10 @@ class Bed:
             timeout: Optional[float] = 120, check: bool = True,
             cwd: Optional[str] = None) -> subprocess.CompletedProcess:
         """Run ``argv`` on ``host`` and wait; ``env`` adds to this process's
-        environment. With ``check``, a non-zero exit raises :class:`BedError`
-        showing its output."""
-        p = subprocess.run(self.cmd(host, argv, cwd), env={**os.environ, **(env or {})},
+        environment, less its Ray and job variables (``RAY_*``, ``MXKV_RAY_*``,
+        ``MXKV_JOB*``, ``DMLC_*``: another cluster's). With ``check``, a non-zero
+        exit raises :class:`BedError` showing its output."""
+        p = subprocess.run(self.cmd(host, argv, cwd), env={**_environ(), **(env or {})},
                            capture_output=True, text=True, timeout=timeout,
                            stdin=subprocess.DEVNULL)
         if check and p.returncode != 0:
@@ -356,8 +357,9 @@ class Bed:
 
     def popen(self, host: int, argv: Sequence[str], env: Optional[Dict[str, str]] = None,
               cwd: Optional[str] = None, **kw) -> subprocess.Popen:
-        """Start ``argv`` on ``host`` (as :class:`subprocess.Popen`, ``kw`` its options)."""
-        return subprocess.Popen(self.cmd(host, argv, cwd), env={**os.environ, **(env or {})},
+        """Start ``argv`` on ``host`` (as :class:`subprocess.Popen`, ``kw`` its
+        options); its environment as :meth:`run`'s."""
+        return subprocess.Popen(self.cmd(host, argv, cwd), env={**_environ(), **(env or {})},
                                 **kw)
 
     def link_bytes(self, host: int) -> Dict[str, int]:
@@ -398,6 +400,14 @@ class Bed:
         out += [f"file {p}" for p in glob.glob(os.path.join(tempfile.gettempdir(),
                                                             prefix + "*"))]
         return out
+
+
+def _environ() -> Dict[str, str]:
+    """This process's environment without Ray's and the job's variables
+    (another cluster's address, token or settings): a host's command gets
+    the bed's, or what its caller passes."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("RAY_", "MXKV_RAY_", "MXKV_JOB", "DMLC_"))}
 
 
 def nsenter(init_pid: int, argv: Sequence[str], cwd: str) -> List[str]:
@@ -510,7 +520,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         bed = _pick(a.bed)
         cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
         h = bed["hosts"][a.host]
-        env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=bed["token"])
+        env = dict(_environ(), RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=bed["token"])
         if bed["head"]:
             env.update(RAY_ADDRESS=bed["head"], MXKV_RAY_ADDRESS=bed["head"])
         return subprocess.run(nsenter(h["init_pid"], cmd or ["bash"], os.getcwd()),

@@ -1,6 +1,8 @@
-"""A worker of the two-host job (test_multihost_job.py): SGD with momentum
-on the servers, a big key split over both shards and small ones; saves its
-pulls and its host's name to OUTDIR/rank<R>.npz."""
+"""A worker of the jobs on emulated hosts (tests/multihost): SGD with
+momentum on the servers, a big key split over both shards and small ones;
+saves its pulls and its host's name to OUTDIR/rank<R>.npz. Also what the
+tests check them against (:func:`check_pulls`)."""
+import os
 import socket
 import sys
 
@@ -14,6 +16,20 @@ ROUNDS = 5
 
 def value(rank, i, shape):
     return np.full(shape, (rank + 1.0) * ((i % 3) + 1.0), np.float32)
+
+
+def check_pulls(out, workers):
+    """Every rank's pulls equal a local store's; returns each rank's host."""
+    from local_reference import local_sgd  # (tests/: on the tests' path)
+
+    want = local_sgd(SHAPES, ROUNDS, value, workers)
+    hosts = []
+    for rank in range(workers):
+        got = np.load(os.path.join(out, f"rank{rank}.npz"))
+        hosts.append(str(got["host"]))
+        for k, w in enumerate(want):
+            np.testing.assert_allclose(got[f"k{k}"], w, rtol=1e-6, err_msg=f"key {k}")
+    return hosts
 
 
 def main(outdir):

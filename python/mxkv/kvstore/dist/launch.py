@@ -26,7 +26,10 @@ affinity each (Ray's SPREAD put 4 workers 3 and 1 on two nodes).
 ``--shard-placement spread|pack`` places the shards as evenly over the
 nodes as Ray can (default), or on as few as it can.
 
-Without an address the cluster is this job's alone: loopback only, with a
+Joining a cluster on another host's address that has no token auth is
+refused unless ``--trusted-network`` says the network is trusted (anyone
+who reaches the cluster runs code as the job's user); ``mxkv cluster``
+starts nodes with a token. Without an address the cluster is this job's alone: loopback only, with a
 token of its own (:mod:`.local_cluster`). The launcher never outlives a dead
 worker, forwards SIGTERM/SIGINT, and leaves no process or directory behind
 (:mod:`.supervisor`).
@@ -128,6 +131,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--workers-per-host", type=int, default=None, metavar="N",
                    help="with --launcher ray: N workers on each node, ranks 0..N-1 on the "
                    "launcher's node, the next N on another, ... (default: spread)")
+    p.add_argument("--trusted-network", action="store_true",
+                   help="join a Ray cluster that has no token auth (anyone who reaches it "
+                   "runs code as you): only on a network you trust")
     p.add_argument("--num-cpus", type=int, default=None,
                    help="CPUs of a local Ray cluster (default: Ray's count)")
     p.add_argument("-H", "--hostfile", default=None, help=argparse.SUPPRESS)
@@ -195,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if address:
             connect(address)
+            _check_auth(address, args.trusted_network)
         else:
             cluster = _start_local_ray(args.num_cpus)
             address = cluster.address
@@ -232,6 +239,29 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(path, ignore_errors=True)
         dog.close()
         sup.uninstall()
+
+
+def _check_auth(address: str, trusted: bool) -> None:
+    """Refuse a cluster on another host's address that let this process in
+    without a token, unless ``trusted`` (--trusted-network)."""
+    import ipaddress
+    import socket
+
+    from ray._raylet import AuthenticationMode, get_authentication_mode
+
+    if trusted or get_authentication_mode() == AuthenticationMode.TOKEN:
+        return
+    host = address.rpartition(":")[0] or address
+    try:
+        if ipaddress.ip_address(socket.gethostbyname(host)).is_loopback:
+            return   # this host's own cluster, reachable from here only
+    except OSError:
+        pass
+    raise RuntimeError(f"the Ray cluster at {address} accepts connections without a token: "
+                       "anyone who can reach it can run code as you. Start it with token "
+                       "auth (mxkv cluster head / join; or RAY_AUTH_MODE=token and "
+                       "RAY_AUTH_TOKEN[_PATH] on every host and here), or pass "
+                       "--trusted-network if the network is yours alone")
 
 
 def _start_processes(args: argparse.Namespace, job: Any, sup: Supervisor,
