@@ -21,7 +21,9 @@ ring all-reduce between hosts.
 A sampler reads each host's link counters every 10 ms; the bytes inside a
 job's timed loop (rank 0 writes its wall-clock bounds) per iteration, and
 the share of that loop each link direction was busy (a 10 ms bin counts as
-busy above half the rate) come out per side.
+busy above half the rate) come out per side; for mxkv and MXNet (whose
+workers record when each iteration starts) also how long per iteration
+host 0's link ran one way only, both ways at once, or idle.
 
     make bench-multihost                     # one run, writes results/multihost.*
     python benchmarks/multihost_bench.py --iters 10 --warmup 3 --only h2_w1
@@ -108,6 +110,26 @@ class Sampler:
                         "rx": inside[-1][1][h][1] - inside[0][1][h][1], "span_s": span,
                         "busy_tx": busy["tx"] / span, "busy_rx": busy["rx"] / span})
         return out
+
+
+    def directions(self, starts: List[float], end: float, host: int,
+                   rate_bits: float) -> Dict[str, float]:
+        """Seconds per iteration (iterations begin at ``starts``, the last
+        ends at ``end``) that ``host``'s link ran one way only, both ways,
+        or neither (a 10 ms bin counts as busy one way above half the rate),
+        as medians over the iterations."""
+        bounds = list(starts) + [end]
+        per_it: Dict[str, List[float]] = {"one_way": [], "both": [], "idle": []}
+        for t0, t1 in zip(bounds, bounds[1:]):
+            acc = {"one_way": 0.0, "both": 0.0, "idle": 0.0}
+            for (ta, ca), (tb, cb) in zip(self.samples, self.samples[1:]):
+                if t0 <= ta < t1:
+                    busy = [(cb[host][j] - ca[host][j]) * 8 / (tb - ta) > rate_bits / 2
+                            for j in (0, 1)]
+                    acc["both" if all(busy) else "one_way" if any(busy) else "idle"] += tb - ta
+            for k, v in acc.items():
+                per_it[k].append(v)
+        return {k: statistics.median(v) for k, v in per_it.items() if v}
 
 
 def run_mxkv(bed: Bed, per_host: int, a) -> Dict:
@@ -210,6 +232,12 @@ def main() -> int:
                         r["links"] = sampler.window(*r["loop_wall"], rate_bits)
                         r["timeline"] = [s for s in sampler.samples
                                          if r["loop_wall"][0] <= s[0] <= r["loop_wall"][1]]
+                        if "start_wall" in r:   # mxkv's and MXNet's workers say when
+                            r["directions"] = sampler.directions(
+                                r["start_wall"], r["loop_wall"][1], 0, rate_bits)
+                            print("  host 0's link per iteration (median s): " + ", ".join(
+                                f"{k} {v:.3f}" for k, v in r["directions"].items()),
+                                flush=True)
                         results[name][side].append(r)
                         loads.append(os.getloadavg()[0])
                         per_it = [(round(x["tx"] / a.iters / 1e6), round(x["rx"] / a.iters / 1e6))
@@ -235,6 +263,10 @@ def main() -> int:
                     a.iters / 1e6
                 row[f"{side}_busy"] = statistics.mean(
                     (x["busy_tx"] + x["busy_rx"]) / 2 for x in links)
+            dirs = [r["directions"] for r in runs if "directions" in r]
+            if dirs:
+                row[f"{side}_both_ways_s"] = statistics.median(d["both"] for d in dirs)
+                row[f"{side}_one_way_s"] = statistics.median(d["one_way"] for d in dirs)
         table.append(row)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": platform.machine(),
             "cpus": os.cpu_count(), "rate": a.rate, "reps": a.reps, "iters": a.iters,
@@ -244,7 +276,7 @@ def main() -> int:
     with open(os.path.join(RESULTS, "multihost.json"), "w") as f:
         json.dump({"meta": meta, "rows": table,
                    "raw": {k: {s: [{x: r[x] for x in ("times_s", "links", "push_s", "pull_s",
-                                                "start_wall", "timeline", "other_ranks")
+                                                "start_wall", "other_ranks", "directions")
                                     if x in r} for r in v[s]]
                                for s in v} for k, v in results.items()}}, f, indent=1)
     md = _markdown(meta, table, sides)
@@ -281,7 +313,13 @@ def _markdown(meta: Dict, table: List[Dict], sides: List[str]) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "MB/it/link: the most bytes one host's link carried one way per timed "
               "iteration (sampled counters); link busy: share of the timed loop a link "
-              "direction ran above half the rate (mean over hosts and directions)."]
+              "direction ran above half the rate (mean over hosts and directions).", ""]
+    for t in table:
+        for s in sides:
+            if f"{s}_one_way_s" in t:
+                lines.append(f"`{t['name']}` {s}: host 0's link per iteration (medians) ran "
+                             f"one way only {t[f'{s}_one_way_s'] * 1e3:.0f} ms, both ways "
+                             f"{t[f'{s}_both_ways_s'] * 1e3:.0f} ms")
     return "\n".join(lines) + "\n"
 
 
