@@ -135,7 +135,8 @@ class Sampler:
 def run_mxkv(bed: Bed, per_host: int, a) -> Dict:
     workers = bed.n * per_host
     cmd = launch_command("mxkv", workers, bed.n, bed.python,
-                         os.path.join(HERE, "dist_worker.py"), ["--module", "mxkv"],
+                         os.path.join(HERE, "dist_worker.py"),
+                         ["--module", "mxkv", "--groups", str(a.mxkv_groups)],
                          flags=["--launcher", "ray", "--workers-per-host", str(per_host)])
     cmd = bed.cmd(0, cmd + ["--iters", str(a.iters), "--warmup", str(a.warmup)], HERE)
     with run_job(cmd, "multihost-mxkv", env={**os.environ, **bed.ray_env()},
@@ -195,6 +196,9 @@ def main() -> int:
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--only", default="", help="rows and sides, e.g. h2_w1,mxkv")
+    p.add_argument("--mxkv-groups", type=int, default=1,
+                   help="mxkv's workers push key group k+1 before pulling group k "
+                   "(dist_worker.py --groups): the overlap a chunked data path would give")
     p.add_argument("--mxnet-python", default=os.path.join(
         os.environ.get("MXNET_VENV", os.path.join(ROOT, ".venv-mxnet")), "bin", "python"))
     p.add_argument("--torch-python", default=None)
