@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-sweeps gpu-check gpu-check-quick lint clean
+.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-multihost bench-sweeps gpu-check gpu-check-quick lint clean
 
 all: test
 
@@ -33,9 +33,10 @@ clojure: $(STAMP)
 test: test-python test-interop
 
 # The inner loop: every test that needs no JVM, no Ray cluster and not the
-# docs runner (tests/conftest.py marks those by directory and fixture), so no
+# docs runner, nor the emulated hosts (tests/conftest.py marks those by
+# directory and fixture), so no
 # Clojure set-up either. About a minute on 2 cores; `make test` runs the rest.
-FAST_MARKS := not (jvm or ray or docs)
+FAST_MARKS := not (jvm or ray or docs or multihost)
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "$(FAST_MARKS)" tests
 
@@ -77,6 +78,12 @@ bench-sweeps: $(STAMP)
 # Distributed jobs (dist_sync, ResNet-50's parameters) against MXNet's ps-lite.
 bench-dist: $(STAMP)
 	bash benchmarks/run.sh dist $(BENCH_ARGS)
+
+# ResNet-50 across 2 emulated hosts at 1 Gbit/s each (tools/hosts.py; root):
+# mxkv, gloo and MXNet's ps-lite, the floor, the bytes on each link.
+MXNET_VENV ?= $(CURDIR)/.venv-mxnet
+bench-multihost: $(STAMP)
+	MXNET_VENV=$(MXNET_VENV) $(PY) benchmarks/multihost_bench.py $(BENCH_ARGS)
 
 # A full run (rows and sweeps) recorded in benchmarks/results and docs/benchmarks.md.
 bench-record: $(STAMP)

@@ -26,6 +26,8 @@ import resource
 import sys
 import time
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resnet50 import resnet50_param_shapes  # noqa: E402
 
@@ -38,6 +40,10 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--out", required=True)
     p.add_argument("--workload", choices=["resnet50", "init120", "bigkey"], default="resnet50")
+    p.add_argument("--groups", type=int, default=1,
+                   help="resnet50: push group k+1 before pulling group k (G groups of keys "
+                   "of about equal bytes), so a pull's answer can come back while the next "
+                   "push goes out")
     a = p.parse_args()
     mx = importlib.import_module(a.module)
     if a.workload == "init120":
@@ -54,13 +60,36 @@ def main() -> int:
     kv._barrier()
     setup = time.perf_counter() - t0
 
+    # push's return, then pull + waitall; each iteration's wall-clock start
+    phases = {"push_s": [], "pull_s": [], "start_wall": []}
+
+    groups = _groups([int(np.prod(s)) for s in shapes], a.groups)
+
     def step():
-        kv.push(keys, grads)
-        kv.pull(keys, out=outs)
+        phases["start_wall"].append(time.time())
+        t = time.perf_counter()
+        if len(groups) == 1:
+            kv.push(keys, grads)
+        else:   # push group k+1, then pull group k
+            for k, (lo, hi) in enumerate(groups):
+                kv.push(keys[lo:hi], grads[lo:hi])
+                if k:
+                    plo, phi = groups[k - 1]
+                    kv.pull(keys[plo:phi], out=outs[plo:phi])
+            lo, hi = groups[-1]
+            keys_left, outs_left = keys[lo:hi], outs[lo:hi]
+        phases["push_s"].append(time.perf_counter() - t)
+        if len(groups) == 1:
+            kv.pull(keys, out=outs)
+        else:
+            kv.pull(keys_left, out=outs_left)
         mx.nd.waitall()
+        phases["pull_s"].append(time.perf_counter() - t - phases["push_s"][-1])
 
     times = []
     for i in range(a.warmup + a.iters):
+        if i == a.warmup:
+            loop_start = time.time()
         t = time.perf_counter()
         step()
         dt = time.perf_counter() - t
@@ -72,12 +101,29 @@ def main() -> int:
                                      f"{got.ravel()[:4]}")
         if i >= a.warmup:
             times.append(dt)
+    loop_end = time.time()
     kv._barrier()
-    if kv.rank == 0:
+    if kv.rank != 0:   # every rank's phases (multihost_bench.py reads their offsets)
+        with open(f"{a.out}.rank{kv.rank}", "w") as f:
+            json.dump({"rank": kv.rank, **{k: v[a.warmup:] for k, v in phases.items()}}, f)
+    if kv.rank == 0:   # (loop_wall: the timed loop's bounds, for link counters)
         with open(a.out, "w") as f:
             json.dump({"module": a.module, "workers": kv.num_workers, "times_s": times,
-                       "setup_s": setup}, f)
+                       "setup_s": setup, "loop_wall": [loop_start, loop_end],
+                       **{k: v[a.warmup:] for k, v in phases.items()}}, f)
     return 0
+
+
+def _groups(sizes, count):
+    """``count`` contiguous ranges of the keys, of about equal total size."""
+    total, out, lo, acc = sum(sizes), [], 0, 0
+    for i, n in enumerate(sizes):
+        acc += n
+        if acc >= total * (len(out) + 1) / count and len(out) < count - 1:
+            out.append((lo, i + 1))
+            lo = i + 1
+    out.append((lo, len(sizes)))
+    return [g for g in out if g[0] < g[1]]
 
 
 def init120(mx, a) -> int:

@@ -23,6 +23,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def role_environ(root: str, port: int, servers: int, workers: int, host: str,
+                 interface: str) -> dict:
+    """ps-lite's ``DMLC_*`` environment of a process on ``host`` (its address
+    on ``interface``), the scheduler listening at ``root:port``; add
+    ``DMLC_ROLE``."""
+    return dict(os.environ, DMLC_PS_ROOT_URI=root, DMLC_PS_ROOT_PORT=str(port),
+                DMLC_NUM_SERVER=str(servers), DMLC_NUM_WORKER=str(workers),
+                DMLC_NODE_HOST=host, DMLC_INTERFACE=interface)
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("-n", "--num-workers", type=int, required=True)
@@ -31,9 +41,7 @@ def main() -> int:
     a = p.parse_args()
     cmd = a.command[1:] if a.command and a.command[0] == "--" else a.command
     servers = a.num_servers or a.num_workers
-    base = dict(os.environ, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(_free_port()),
-                DMLC_NUM_SERVER=str(servers), DMLC_NUM_WORKER=str(a.num_workers),
-                DMLC_NODE_HOST="127.0.0.1", DMLC_INTERFACE="lo")
+    base = role_environ("127.0.0.1", _free_port(), servers, a.num_workers, "127.0.0.1", "lo")
     procs = []
     roles = ["scheduler"] + ["server"] * servers + ["worker"] * a.num_workers
     for role in roles:

@@ -7,7 +7,9 @@ gradients, W processes on loopback, for the distributed rows (``dist_bench.py``)
 ``--mode bucket`` all-reduces one flat 102 MB tensor per iteration (as DDP
 does with its gradient buckets, here one bucket holding every gradient);
 ``--mode tensor`` all-reduces the 161 tensors one by one (issued together,
-``async_op=True``, then waited for). The first iteration is checked (ones
+``async_op=True``, then waited for). Across hosts (``multihost_bench.py``)
+each rank is started alone: ``--rank R --port P --master ADDR`` with
+``GLOO_SOCKET_IFNAME`` naming the host's interface. The first iteration is checked (ones
 summed over W processes give W everywhere). Rank 0 writes the per-iteration
 times. torch runs only here, in its own venv (``dist_bench.py`` makes it
 with ``pip install torch==2.13.0``, a CPU build); mxkv never imports it.
@@ -38,7 +40,7 @@ def worker(a: argparse.Namespace) -> int:
     from resnet50 import resnet50_param_shapes
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{a.port}",
+    dist.init_process_group("gloo", init_method=f"tcp://{a.master}:{a.port}",
                             rank=a.rank, world_size=a.n)
     shapes = [s for _, s in resnet50_param_shapes()]
     if a.mode == "bucket":
@@ -53,6 +55,8 @@ def worker(a: argparse.Namespace) -> int:
 
     times = []
     for i in range(a.warmup + a.iters):
+        if i == a.warmup:
+            loop_start = time.time()
         t = time.perf_counter()
         step()
         dt = time.perf_counter() - t
@@ -64,11 +68,12 @@ def worker(a: argparse.Namespace) -> int:
                 t_.zero_()    # zeros stay zeros: no overflow over many iterations
         if i >= a.warmup:
             times.append(dt)
+    loop_end = time.time()
     dist.barrier()
     if a.rank == 0:
         with open(a.out, "w") as f:
             json.dump({"module": f"torch-gloo-{a.mode}", "workers": a.n, "times_s": times,
-                       "torch": torch.__version__}, f)
+                       "torch": torch.__version__, "loop_wall": [loop_start, loop_end]}, f)
     dist.destroy_process_group()
     return 0
 
@@ -82,6 +87,7 @@ def main() -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--rank", type=int, default=-1, help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--master", default="127.0.0.1", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.rank >= 0:
         return worker(a)

@@ -1,14 +1,18 @@
 """Shared test fixtures and markers.
 
-Tiers. ``make test-fast`` runs every test not marked ``jvm``, ``ray`` or
-``docs``; ``make test`` runs them all. The marks are applied here, never by
-hand, so a new test lands in the right tier by where it lives or what it uses:
+Tiers. ``make test-fast`` runs every test not marked ``jvm``, ``ray``,
+``docs`` or ``multihost``; ``make test`` runs them all. The marks are
+applied here, never by hand, so a new test lands in the right tier by where
+it lives or what it uses:
 
-* by directory: ``tests/distributed/`` is ``ray``, ``interop-tests/`` is ``jvm``;
-* by fixture: a test that uses ``needs_jvm``, ``needs_ray`` or ``docs_runner``,
-  directly or through another fixture (``def my_jvm(needs_jvm): ...``), gets
-  ``jvm``, ``ray`` or ``docs``. The ``needs_*`` fixtures also skip, saying what
-  to install, where the JDK and Clojure jar or Ray are missing.
+* by directory: ``tests/distributed/`` is ``ray``, ``tests/multihost/`` is
+  ``multihost`` (emulated hosts, tools/hosts.py: skipped, saying why, where
+  namespaces cannot be made), ``interop-tests/`` is ``jvm``;
+* by fixture: a test that uses ``needs_jvm``, ``needs_ray``, ``docs_runner``
+  or ``bed_tool``, directly or through another fixture (``def my_jvm(needs_jvm):
+  ...``), gets ``jvm``, ``ray``, ``docs`` or ``multihost``. The ``needs_*``
+  fixtures also skip, saying what to install, where the JDK and Clojure jar
+  or Ray are missing.
 
 The docstrings' examples run as tests too (tests/test_doctests.py; those of
 ``mxkv.jvm`` through ``needs_jvm``).
@@ -44,12 +48,15 @@ def cuda_gpus_available() -> bool:
 ROOT = Path(__file__).resolve().parent.parent
 
 # Tier of each directory (relative to the repository root) and fixture.
-TIER_DIRS = {"tests/distributed": "ray", "interop-tests": "jvm"}
-TIER_FIXTURES = {"needs_jvm": "jvm", "needs_ray": "ray", "docs_runner": "docs"}
+TIER_DIRS = {"tests/distributed": "ray", "tests/multihost": "multihost",
+             "interop-tests": "jvm"}
+TIER_FIXTURES = {"needs_jvm": "jvm", "needs_ray": "ray", "docs_runner": "docs",
+                 "bed_tool": "multihost"}
 
 
 def tiers(item) -> set:
-    """The tier marks (``jvm``, ``ray``, ``docs``) ``item`` gets from its path and fixtures."""
+    """The tier marks (``jvm``, ``ray``, ``docs``, ``multihost``) ``item`` gets from
+    its path and fixtures."""
     used = getattr(item, "fixturenames", ())
     out = {mark for name, mark in TIER_FIXTURES.items() if name in used}
     try:
@@ -153,3 +160,23 @@ def virtual_gpus(monkeypatch):
     yield make
     monkeypatch.undo()
     context._reset_devices()
+
+
+@pytest.fixture(scope="session")
+def bed_tool():
+    """tools/hosts.py (emulated hosts) as a module; a test using it is
+    ``multihost``, and skips, saying why, where namespaces cannot be made
+    (not root, no ``unshare``/``ip``/``tc``)."""
+    import importlib.util
+    import sys
+
+    if "hosts" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("hosts", ROOT / "tools" / "hosts.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["hosts"] = module
+        spec.loader.exec_module(module)
+    hosts = sys.modules["hosts"]
+    why = hosts.unavailable()
+    if why:
+        pytest.skip(why)
+    return hosts

@@ -11,6 +11,8 @@ Subcommands::
     mxkv test [NS-REGEX...]    run the Clojure test suite (a checkout's clojure/test)
     mxkv build                 compile the bridge's Java sources when they changed
     mxkv launch -n W [-s S] -- CMD...  run CMD as W workers of a distributed job on Ray
+    mxkv cluster head|join ADDRESS     start a Ray node of a multi-host cluster (token auth,
+                                       the address other hosts reach)
 
 ``clj``, ``repl``, ``tutorial`` and ``test`` take ``--transport py4j|jpype``
 (default: ``MXKV_TRANSPORT``, else py4j). With py4j a JVM process starts and
@@ -154,6 +156,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .kvstore.dist.launch import main as launch_main
 
         return launch_main(rest)
+    if cmd == "cluster":
+        from .kvstore.dist.nodes import main as cluster_main
+
+        return cluster_main(rest)
     try:
         if cmd == "classpath":
             print(cp.classpath("--test" in rest))

@@ -19,8 +19,8 @@ import pytest
 ray = pytest.importorskip("ray", reason="the dist tests need Ray: pip install 'mxkv[dist]'")
 
 from conftest import TestWorker  # noqa: E402  (a worker process: a fresh store, fn)
+from local_reference import local_sgd  # noqa: E402
 
-import mxkv as mx  # noqa: E402
 from mxkv.kvstore.dist.cluster import create_job  # noqa: E402
 from mxkv.kvstore.dist.job import Timeouts  # noqa: E402
 
@@ -51,16 +51,7 @@ def train(kv, mx, pause):
 
 
 def expected(workers=2):
-    local = mx.kv.create("local")
-    keys = list(range(len(SHAPES)))
-    local.init(keys, [mx.nd.array(np.full(s, 1.0, np.float32)) for s in SHAPES])
-    local.set_optimizer(mx.optimizer.SGD(learning_rate=0.01, momentum=0.9))
-    for i in range(ROUNDS):
-        local.push(keys, [[mx.nd.array(value(r, i, s)) for r in range(workers)]
-                          for s in SHAPES])
-    outs = [mx.nd.zeros(s) for s in SHAPES]
-    local.pull(keys, out=outs)
-    return [o.asnumpy() for o in outs]
+    return local_sgd(SHAPES, ROUNDS, value, workers)
 
 
 @pytest.fixture(scope="module")

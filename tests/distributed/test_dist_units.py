@@ -317,6 +317,17 @@ def test_launch_flags_follow_mxnets_launcher():
         parse_args(["-n", "2"])
 
 
+@pytest.mark.parametrize("flags,why", [
+    (["--workers-per-host", "2"], "needs --launcher ray"),
+    (["--launcher", "ray", "--workers-per-host", "0"], "must be at least 1")])
+def test_launch_refuses_workers_per_host_it_cannot_hold(capsys, flags, why):
+    with pytest.raises(SystemExit):
+        parse_args(["-n", "4", *flags, "--", "python", "t.py"])
+    assert why in capsys.readouterr().err
+    a = parse_args(["-n", "4", "--launcher", "ray", "--workers-per-host", "2", "--", "t"])
+    assert a.workers_per_host == 2
+
+
 @pytest.mark.parametrize("value,why", [("abc", "not a valid int"), ("-5", "at least 0")])
 def test_launch_refuses_a_bad_call_timeout_before_starting_anything(monkeypatch, capsys,
                                                                     value, why):

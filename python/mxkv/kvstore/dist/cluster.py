@@ -39,7 +39,8 @@ from .job import NAMESPACE, JobEnv, Timeouts, coordinator_name, import_ray, shar
 from .shard import ServerShard
 from .shm import data_dir
 
-__all__ = ["Job", "create_job", "placement_options", "actor_node", "PLACEMENTS"]
+__all__ = ["Job", "create_job", "placement_options", "per_node_options", "actor_node",
+           "PLACEMENTS"]
 
 #: How shards are placed over a cluster's nodes.
 PLACEMENTS = ("spread", "pack")
@@ -158,6 +159,31 @@ def placement_options(count: int, placement: str = "spread",
     ray.get(group.ready(), timeout=timeout)
     return group, [{"scheduling_strategy": PlacementGroupSchedulingStrategy(
         group, placement_group_bundle_index=i)} for i in range(count)]
+
+
+def per_node_options(count: int, per_node: int) -> List[dict]:
+    """Ray actor options that put actors ``0..per_node-1`` on this process's
+    node, the next ``per_node`` on another alive node, and so on (a hard
+    node affinity each: the placement holds, or the actor waits).
+
+    Raises
+    ------
+    ValueError
+        When the cluster has fewer alive nodes than ``count / per_node`` needs.
+    """
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    ray = import_ray()
+    here = ray.get_runtime_context().get_node_id()
+    nodes = sorted((n["NodeID"] for n in ray.nodes() if n.get("Alive")),
+                   key=lambda n: (n != here, n))
+    need = -(-count // per_node)
+    if need > len(nodes):
+        raise ValueError(f"{count} processes at {per_node} per host need {need} nodes; the "
+                         f"Ray cluster has {len(nodes)} alive")
+    return [{"scheduling_strategy": NodeAffinitySchedulingStrategy(nodes[i // per_node],
+                                                                   soft=False)}
+            for i in range(count)]
 
 
 def actor_node(actor: Any) -> Optional[str]:

@@ -4,7 +4,8 @@
 
     mxkv launch -n WORKERS [-s SERVERS] [--launcher local] [--ray-address ADDR]
                 [--env K=V ...] [--env-worker K=V ...] [--env-server K=V ...]
-                [--server-cmd CMD] [--p3] [--shard-placement spread|pack] -- CMD ...
+                [--server-cmd CMD] [--p3] [--shard-placement spread|pack]
+                [--workers-per-host N] -- CMD ...
 
 Joins the Ray cluster at ``--ray-address`` (or ``MXKV_RAY_ADDRESS``/
 ``RAY_ADDRESS``), or starts a local one on loopback; creates the job's
@@ -19,10 +20,16 @@ of a worker, or 0.
 ``--launcher ray`` runs each worker (and server) command on a node of the
 Ray cluster instead, spread over the nodes by a placement group: the way to
 use several hosts (the command must exist on every host).
+``--workers-per-host N`` (with ``--launcher ray``) puts ranks 0..N-1 on the
+launcher's node, the next N on another node, and so on, by a hard node
+affinity each (Ray's SPREAD put 4 workers 3 and 1 on two nodes).
 ``--shard-placement spread|pack`` places the shards as evenly over the
 nodes as Ray can (default), or on as few as it can.
 
-Without an address the cluster is this job's alone: loopback only, with a
+Joining a cluster on another host's address that has no token auth is
+refused unless ``--trusted-network`` says the network is trusted (anyone
+who reaches the cluster runs code as the job's user); ``mxkv cluster``
+starts nodes with a token. Without an address the cluster is this job's alone: loopback only, with a
 token of its own (:mod:`.local_cluster`). The launcher never outlives a dead
 worker, forwards SIGTERM/SIGINT, and leaves no process or directory behind
 (:mod:`.supervisor`).
@@ -124,6 +131,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--resume", action="store_true", default=None,
                    help="take up the state MXKV_CHECKPOINT_DIR holds from an earlier job "
                    "(without it such a directory is refused; MXKV_RESUME=1 does the same)")
+    p.add_argument("--workers-per-host", type=int, default=None, metavar="N",
+                   help="with --launcher ray: N workers on each node, ranks 0..N-1 on the "
+                   "launcher's node, the next N on another, ... (default: spread)")
+    p.add_argument("--trusted-network", action="store_true",
+                   help="join a Ray cluster that has no token auth (anyone who reaches it "
+                   "runs code as you): only on a network you trust")
     p.add_argument("--num-cpus", type=int, default=None,
                    help="CPUs of a local Ray cluster (default: Ray's count)")
     p.add_argument("-H", "--hostfile", default=None, help=argparse.SUPPRESS)
@@ -138,6 +151,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                 "hosts (ray start --head / ray start --address ...) and pass --ray-address")
     if args.num_workers < 1:
         p.error("-n must be at least 1")
+    if args.workers_per_host is not None:
+        if args.launcher != "ray":
+            p.error("--workers-per-host places workers on several hosts: it needs "
+                    "--launcher ray")
+        if args.workers_per_host < 1:
+            p.error("--workers-per-host must be at least 1")
     if args.num_servers is None:
         args.num_servers = args.num_workers
     if args.num_servers < 1:
@@ -185,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if address:
             connect(address)
+            _check_auth(address, args.trusted_network)
         else:
             cluster = _start_local_ray(args.num_cpus)
             address = cluster.address
@@ -226,15 +246,44 @@ def run(args: argparse.Namespace) -> int:
         sup.uninstall()
 
 
+def _check_auth(address: str, trusted: bool) -> None:
+    """Refuse a cluster on another host's address that let this process in
+    without a token, unless ``trusted`` (--trusted-network)."""
+    import ipaddress
+    import socket
+
+    from ray._raylet import AuthenticationMode, get_authentication_mode
+
+    if trusted or get_authentication_mode() == AuthenticationMode.TOKEN:
+        return
+    host = address.rpartition(":")[0] or address
+    try:
+        if ipaddress.ip_address(socket.gethostbyname(host)).is_loopback:
+            return   # this host's own cluster, reachable from here only
+    except OSError:
+        pass
+    raise RuntimeError(f"the Ray cluster at {address} accepts connections without a token: "
+                       "anyone who can reach it can run code as you. Start it with token "
+                       "auth (mxkv cluster head / join; or RAY_AUTH_MODE=token and "
+                       "RAY_AUTH_TOKEN[_PATH] on every host and here), or pass "
+                       "--trusted-network if the network is yours alone")
+
+
 def _start_processes(args: argparse.Namespace, job: Any, sup: Supervisor,
                      call_timeout_ms: Optional[int]) -> None:
     common = _env_pairs(args.env, "--env")
     if args.launcher == "ray":   # spread over the nodes by a placement group of their own
-        from .cluster import placement_options
+        from .cluster import per_node_options, placement_options
 
-        group, opts = placement_options(args.num_workers + (args.num_servers if args.server_cmd
-                                                            else 0), "spread")
-        job.groups.append(group)   # removed with the job
+        count = args.num_workers + (args.num_servers if args.server_cmd else 0)
+        if args.workers_per_host:
+            # servers (--server-cmd) first, as they are started: one more node's worth
+            opts = per_node_options(count, args.workers_per_host)
+            opts = opts[args.num_workers:] + opts[:args.num_workers] if args.server_cmd \
+                else opts
+        else:
+            group, opts = placement_options(count, "spread")
+            job.groups.append(group)   # removed with the job
         places = iter(opts)
 
         def spawn(cmd: List[str], env: Dict[str, str], prefix: str) -> Any:
