@@ -61,7 +61,7 @@ from .frontend import functions, install_methods, make_function
 from .registry import REQUIRED, OpDef, Param, get, iter_ops, lookup, op, register
 
 #: The family modules, imported in this order (each registers its operators).
-FAMILIES = ("unary", "binary", "reduce", "shape")
+FAMILIES = ("unary", "binary", "reduce", "shape", "indexing", "linalg", "misc")
 
 for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")

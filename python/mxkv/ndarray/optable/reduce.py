@@ -41,28 +41,35 @@ def axes_of(axis: Any, ndim: int, exclude: bool, opname: str) -> Any:
 
 def _reduction(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def impl(xp: Any, data: Any, axis: Any, keepdims: bool, exclude: bool) -> Any:
-        axes = axes_of(axis, data.ndim, exclude, name)
-        if axes == ():
-            return data.copy()
-        with np.errstate(all="ignore"):
-            return fn(xp, data, axes, keepdims)
+        if axis is None or axis == ():  # everything: MXNet's shape (1,), or 1s with keepdims
+            res = fn(xp, data, None, True)
+            res = res if keepdims else res.reshape(1)
+        else:
+            axes = axes_of(axis, data.ndim, exclude, name)
+            if axes == ():
+                return data.copy()
+            res = fn(xp, data, axes, keepdims)
+        return res if res.dtype == data.dtype else res.astype(data.dtype)
     return impl
 
 
 def _acc(a: Any) -> Any:
-    return np.float32 if a.dtype == np.float16 else a.dtype
+    return np.float32 if a.dtype == _F16 else a.dtype
+
+
+_F16 = np.dtype(np.float16)
 
 
 def _empty_max(xp: Any, a: Any, ax: Any, kd: bool, fn: str) -> Any:
     if a.size == 0:
         raise MXNetValueError(f"{fn}: reduction over an empty array")
-    return getattr(xp, fn)(a, axis=ax, keepdims=kd)
+    return getattr(a, fn)(axis=ax, keepdims=kd)
 
 
 _REDUCTIONS = {
-    "sum": (("sum_axis",), lambda xp, a, ax, kd: xp.sum(a, axis=ax, keepdims=kd, dtype=_acc(a))),
-    "mean": ((), lambda xp, a, ax, kd: xp.mean(a, axis=ax, keepdims=kd, dtype=_acc(a))),
-    "prod": ((), lambda xp, a, ax, kd: xp.prod(a, axis=ax, keepdims=kd, dtype=_acc(a))),
+    "sum": (("sum_axis",), lambda xp, a, ax, kd: a.sum(axis=ax, keepdims=kd, dtype=_acc(a))),
+    "mean": ((), lambda xp, a, ax, kd: a.mean(axis=ax, keepdims=kd, dtype=_acc(a))),
+    "prod": ((), lambda xp, a, ax, kd: a.prod(axis=ax, keepdims=kd, dtype=_acc(a))),
     "nansum": ((), lambda xp, a, ax, kd: xp.nansum(a, axis=ax, keepdims=kd, dtype=_acc(a))),
     "nanprod": ((), lambda xp, a, ax, kd: xp.nanprod(a, axis=ax, keepdims=kd, dtype=_acc(a))),
     "max": (("max_axis",), lambda xp, a, ax, kd: _empty_max(xp, a, ax, kd, "max")),

@@ -28,16 +28,14 @@ def _float_src(xp: Any, a: Any) -> Any:
 
 def _math(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def impl(xp: Any, data: Any) -> Any:
-        with np.errstate(all="ignore"):
-            return fn(xp, _float_src(xp, data))
+        return fn(xp, _float_src(xp, data))
     return impl
 
 
 def _keep(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     """An operator that computes in the input's own dtype (abs, sign, square...)."""
     def impl(xp: Any, data: Any) -> Any:
-        with np.errstate(all="ignore"):
-            return fn(xp, data)
+        return fn(xp, data)
     return impl
 
 
