@@ -133,14 +133,12 @@ def _gelqf(xp: Any, A: Any) -> Any:
     if A.shape[-2] > A.shape[-1]:
         raise MXNetValueError(f"linalg_gelqf: needs rows <= columns, got {tuple(A.shape)}")
     q, r = xp.linalg.qr(_t(xp, A, True))  # A^T = q r  ->  A = r^T q^T = L Q
-    L, Q = _t(xp, r, True), _t(xp, q, True)
-    sign = xp.where(xp.diagonal(L, axis1=-2, axis2=-1) < 0, -1.0, 1.0).astype(A.dtype)
-    return [Q * sign[..., :, None], L * sign[..., None, :]]
+    return [xp.ascontiguousarray(_t(xp, q, True)), xp.ascontiguousarray(_t(xp, r, True))]
 
 
 register(OpDef(name="linalg_gelqf", inputs=("A",), params=(), impl=_gelqf,
                aliases=("_linalg_gelqf",), namespace="linalg",
-               doc="The LQ factorization ``A = L Q`` (outputs Q, L; L's diagonal positive).",
+               doc="The LQ factorization ``A = L Q`` (outputs Q, L; LAPACK's signs).",
                family="linalg"))
 
 
@@ -199,14 +197,20 @@ def _makediag(xp: Any, A: Any, offset: int) -> Any:
     return res
 
 
-def _extracttrian(xp: Any, A: Any, offset: int, lower: bool) -> Any:
-    _mat(A, "linalg_extracttrian", True)
-    n = A.shape[-1]
+def _trian(n: int, offset: int, lower: bool) -> tuple:
+    """(rows, cols) of the triangle in MXNet's order: the lower one row by row, the
+    upper one column by column (the lower triangle of the transpose)."""
     if offset > 0:
         lower = False
     elif offset < 0:
         lower = True
-    rows, cols = np.tril_indices(n, offset) if lower else np.triu_indices(n, offset)
+    rows, cols = np.tril_indices(n, offset if lower else -offset)
+    return (rows, cols) if lower else (cols, rows)
+
+
+def _extracttrian(xp: Any, A: Any, offset: int, lower: bool) -> Any:
+    _mat(A, "linalg_extracttrian", True)
+    rows, cols = _trian(A.shape[-1], offset, lower)
     return xp.ascontiguousarray(A[..., rows, cols])
 
 
@@ -216,11 +220,7 @@ def _maketrian(xp: Any, A: Any, offset: int, lower: bool) -> Any:
     n = int(round((np.sqrt(8 * m + 1) - 1) / 2)) + k
     if (n - k) * (n - k + 1) // 2 != m:
         raise MXNetValueError(f"linalg_maketrian: {m} entries are no triangle")
-    if offset > 0:
-        lower = False
-    elif offset < 0:
-        lower = True
-    rows, cols = np.tril_indices(n, offset) if lower else np.triu_indices(n, offset)
+    rows, cols = _trian(n, offset, lower)
     res = xp.zeros(A.shape[:-1] + (n, n), dtype=A.dtype)
     res[..., rows, cols] = A
     return res

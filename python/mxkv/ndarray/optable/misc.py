@@ -95,9 +95,7 @@ register(OpDef(name="khatri_rao", inputs=("*args",), params=(), impl=_khatri_rao
 def _cumsum(xp: Any, a: Any, axis: Any, dtype: Any) -> Any:
     if axis is not None and not -a.ndim <= axis < max(a.ndim, 1):
         raise MXNetValueError(f"cumsum: axis {axis} is out of range for a {a.ndim}-d input")
-    out_dtype = dtype or (np.int64 if a.dtype.kind in "biu" and a.dtype != np.int64 and
-                          a.dtype.kind != "u" else a.dtype)
-    return xp.cumsum(a, axis=axis, dtype=out_dtype)
+    return xp.cumsum(a, axis=axis, dtype=dtype or a.dtype)
 
 
 register(OpDef(name="cumsum", inputs=("a",),
