@@ -103,6 +103,7 @@ register(OpDef(name="cumsum", inputs=("a",),
                        Param("dtype", "{None, 'float16', 'float32', 'float64', 'int32', "
                              "'int64', 'int8'}", None)),
                impl=_cumsum, aliases=("_np_cumsum",), dtype="impl",
+               differences="a negative axis counts from the end (MXNet 1.9.1 refuses it)",
                doc="Cumulative sums along ``axis`` (of the flattened array by default).",
                family="misc"))
 

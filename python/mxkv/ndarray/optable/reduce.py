@@ -78,6 +78,9 @@ _REDUCTIONS = {
 for _name, (_aliases, _fn) in _REDUCTIONS.items():
     register(OpDef(name=_name, inputs=("data",), params=(_AXIS, _KEEPDIMS, _EXCLUDE),
                    impl=_reduction(_name, _fn), aliases=_aliases, methods=(_name,),
+                   differences="" if _name in ("max", "min") else
+                   "reducing an axis of a zero-size array gives zeros or ones (MXNet 1.9.1 "
+                   "fails); float32 sums may differ in the last bits (summation order)",
                    doc=f"The {_name} over ``axis`` (all axes by default; the result then has "
                        "shape (1,)), in the input's dtype.", family="reduce"))
 
@@ -105,6 +108,7 @@ register(OpDef(
             Param("out_dtype", "{None, 'float16', 'float32', 'float64', 'int32', 'int64', "
                   "'int8'}", None), Param("keepdims", "boolean", False)),
     impl=_norm, methods=("norm",), dtype="impl",
+    differences="an out_dtype other than the input's gives that dtype (MXNet 1.9.1 fails)",
     doc="The L2 (or L1, ``ord=1``) norm over ``axis`` (all elements by default: shape "
         "(1,)); float16 and integer inputs are summed in float32; the result in ``out_dtype``"
         " (default: the input's).", family="reduce"))

@@ -144,7 +144,8 @@ _CSR = frozenset({"abs", "sign", "sqrt", "square", "negative"})
 _NO_METHOD = frozenset({"negative", "logical_not", "softsign", "erf", "erfinv", "gamma",
                         "gammaln"})
 _DIFF = {"erf": "computed with Python's math.erf on the CPU (slow on big arrays)",
-         "erfinv": "an approximation refined by two Newton steps (float tolerance)",
+         "erfinv": "an approximation refined by two Newton steps (float tolerance); on "
+                   "integer inputs a NaN result is cast as numpy casts it (MXNet gives 0)",
          "gamma": "computed with Python's math.gamma on the CPU (slow on big arrays)",
          "gammaln": "computed with Python's math.lgamma on the CPU (slow on big arrays)"}
 
