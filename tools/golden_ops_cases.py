@@ -327,3 +327,18 @@ for short in ("gemm2", "potrf", "inverse", "det", "extractdiag"):
     A = SPD if short != "gemm2" else arr((2, 3), F32)
     case(f"linalg.{short}", A, *([arr((3, 2), F32)] if short == "gemm2" else []),
          tag="linalg_namespace")
+
+# ---------------------------------------------------------------- slicing extras, python functions
+case("slice_assign", arr((3, 4), F32), arr((2, 2), F32), (0, 1), (2, 3), (None, None),
+     method=True)
+case("slice_assign_scalar", arr((3, 4), F32), 7.0, (1, 0), (3, 4), (1, 2), method=True)
+case("split_v2", arr((6, 2), F32), (2, 3), method=True, tag="method")
+case("amp_multicast", arr((2,), F32), arr((2,), F64), num_outputs=2)
+case("amp_multicast", arr((2,), F32), arr((2,), F64), num_outputs=2, cast_narrow=True,
+     tag="narrow")
+case("Crop", arr((1, 2, 5, 6), F32), num_args=1, h_w=(2, 3), offset=(1, 2))
+case("Crop", arr((1, 2, 5, 6), F32), num_args=1, h_w=(3, 2), center_crop=True, tag="center")
+case("Crop", arr((1, 2, 5, 6), F32), arr((1, 1, 2, 2), F32), num_args=2, tag="like")
+case("linspace", 0, 1, 5)
+case("linspace", -1, 3, 4, endpoint=False, dtype="float64", tag="no_end")
+case("onehot_encode", arr((3,), F32, values=[1, 0, 2]), arr((3, 3), F32, values=[9] * 9))
