@@ -25,6 +25,9 @@ def _prod(dims: Any) -> int:
 
 def _dot(xp: Any, lhs: Any, rhs: Any, transpose_a: bool, transpose_b: bool,
          forward_stype: Any) -> Any:
+    if lhs.ndim == 2 == rhs.ndim and not transpose_a and not transpose_b \
+            and lhs.shape[1] == rhs.shape[0]:
+        return xp.dot(lhs, rhs)  # (the common case, without the reshapes below)
     if lhs.ndim == 1 and rhs.ndim == 1:
         if lhs.shape != rhs.shape:
             raise MXNetValueError(f"dot: vectors of shapes {tuple(lhs.shape)} and "
