@@ -342,3 +342,26 @@ case("Crop", arr((1, 2, 5, 6), F32), arr((1, 1, 2, 2), F32), num_args=2, tag="li
 case("linspace", 0, 1, 5)
 case("linspace", -1, 3, 4, endpoint=False, dtype="float64", tag="no_end")
 case("onehot_encode", arr((3,), F32, values=[1, 0, 2]), arr((3, 3), F32, values=[9] * 9))
+
+# ---------------------------------------------------------------- multi-weight SGD updates
+W = lambda dt=F32: arr((2, 3), dt)  # noqa: E731
+case("multi_sgd_update", W(), W(), W(), W(), lrs=(0.1, 0.2), wds=(0.01, 0.0), num_weights=2,
+     out=[W(), W()])
+case("multi_sgd_update", W(), W(), lrs=(0.5,), wds=(0.1,), rescale_grad=0.5,
+     clip_gradient=1.0, out=[W()], tag="one_clip")
+case("multi_sgd_mom_update", W(), W(), W(), W(), W(), W(), lrs=(0.1, 0.2), wds=(0.0, 0.01),
+     momentum=0.9, num_weights=2, out=[W(), W()])
+case("multi_mp_sgd_update", W(F16), W(F16), W(), lrs=(0.1,), wds=(0.01,), out=[W(F16)])
+case("multi_mp_sgd_mom_update", W(F16), W(F16), W(), W(), lrs=(0.1,), wds=(0.01,),
+     momentum=0.5, out=[W(F16)])
+case("preloaded_multi_sgd_update", W(), W(), W(), W(), arr((2,), F32, values=[0.1, 0.3]),
+     arr((2,), F32, values=[0.0, 0.02]), num_weights=2, out=[W(), W()])
+case("preloaded_multi_sgd_mom_update", W(), W(), W(), arr((1,), F32, values=[0.1]),
+     arr((1,), F32, values=[0.01]), momentum=0.9, out=[W()])
+case("preloaded_multi_mp_sgd_update", W(F16), W(F16), W(), arr((1,), F32, values=[0.1]),
+     arr((1,), F32, values=[0.01]), out=[W(F16)])
+case("preloaded_multi_mp_sgd_mom_update", W(F16), W(F16), W(), W(),
+     arr((1,), F32, values=[0.1]), arr((1,), F32, values=[0.01]), momentum=0.5,
+     out=[W(F16)])
+case("multi_sgd_update", W(), W(), W(), lrs=(0.1,), wds=(0.0,), out=[W()],
+     tag="bad_count")
