@@ -35,7 +35,7 @@ TOLERANT = {
     "hard_sigmoid", "smooth_l1", "broadcast_power", "broadcast_hypot", "power", "reciprocal",
     "mean", "sum", "nansum", "prod", "nanprod", "norm", "moments", "sum_axis", "dot",
     "batch_dot", "khatri_rao", "cumsum", "add_n", "ElementWiseSum", "broadcast_div", "divide",
-    "true_divide", "elemwise_div",
+    "true_divide", "elemwise_div", "Correlation",
 } | {n for n in BY_OP if n.startswith("linalg")}
 RTOL = {"float16": 2e-3, "float32": 2e-5, "float64": 1e-10}
 

@@ -26,6 +26,7 @@ _TITLES = {
     "reduce": "Reductions", "shape": "Shape, joining and casting",
     "slicing": "Slicing and cropping", "indexing": "Indexing",
     "linalg": "Linear algebra (`mx.nd.linalg`)", "misc": "Products and the rest",
+    "vision": "Regions and correlation",
 }
 _SPACE = {"nd": "`mx.nd`, `mx.nd.op`", "linalg": "`mx.nd`, `mx.nd.op`, `mx.nd.linalg`",
           "python": "`mx.nd` (MXNet's Python function)", "contrib": "`mx.nd.contrib`",

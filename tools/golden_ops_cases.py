@@ -365,3 +365,16 @@ case("preloaded_multi_mp_sgd_mom_update", W(F16), W(F16), W(), W(),
      out=[W(F16)])
 case("multi_sgd_update", W(), W(), W(), lrs=(0.1,), wds=(0.0,), out=[W()],
      tag="bad_count")
+
+# ---------------------------------------------------------------- vision
+case("ROIPooling", arr((2, 2, 6, 8), F32),
+     arr((3, 5), F32, values=[0, 0, 0, 7, 5, 1, 2, 1, 5, 4, 0, 1.4, 0.6, 3.5, 2.5]),
+     pooled_size=(2, 3), spatial_scale=1.0)
+case("ROIPooling", arr((1, 3, 8, 8), F32),
+     arr((2, 5), F32, values=[0, 0, 0, 15, 15, 0, 4, 2, 10, 12]),
+     pooled_size=(3, 3), spatial_scale=0.5, tag="scale")
+case("Correlation", arr((1, 3, 7, 8), F32), arr((1, 3, 7, 8), F32))
+case("Correlation", arr((2, 2, 9, 9), F32), arr((2, 2, 9, 9), F32), kernel_size=3,
+     max_displacement=2, stride1=2, stride2=1, pad_size=2, tag="k3_pad")
+case("Correlation", arr((1, 2, 6, 6), F32), arr((1, 2, 6, 6), F32), max_displacement=2,
+     stride2=2, pad_size=1, is_multiply=False, tag="absdiff")

@@ -62,7 +62,8 @@ from .frontend import functions, install_methods, make_function
 from .registry import REQUIRED, OpDef, Param, clojure_name, get, iter_ops, lookup, op, register
 
 #: The family modules, imported in this order (each registers its operators).
-FAMILIES = ("unary", "binary", "reduce", "shape", "slicing", "indexing", "linalg", "misc")
+FAMILIES = ("unary", "binary", "reduce", "shape", "slicing", "indexing", "linalg", "misc",
+            "vision")
 
 for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")
