@@ -1,5 +1,6 @@
 """Slicing operators: slice (crop), slice_axis, slice_like, the slice
-assignments behind ``NDArray.slice_assign``, Crop, and amp_multicast.
+assignments behind ``NDArray.slice_assign``, and amp_multicast (``Crop`` is
+a layer operator: ``nn_*``).
 
 Results are new arrays of the input's dtype.
 """
@@ -130,26 +131,3 @@ register(OpDef(name="amp_multicast", inputs=("*data",),
                impl=_amp_multicast, dtype="impl",
                doc="The float arrays cast to the widest (``cast_narrow``: narrowest) float "
                    "dtype among them.", family="slicing"))
-
-
-def _crop(xp: Any, data: list, num_args: int, offset: tuple, h_w: tuple,
-          center_crop: bool) -> Any:
-    x = data[0]
-    if x.ndim != 4:
-        raise MXNetValueError(f"Crop: needs a 4-d (N, C, H, W) input, got {tuple(x.shape)}")
-    h, w = (data[1].shape[2], data[1].shape[3]) if len(data) > 1 else tuple(h_w)
-    H, W = x.shape[2], x.shape[3]
-    if h > H or w > W or h <= 0 or w <= 0:
-        raise MXNetValueError(f"Crop: cannot crop {(H, W)} to {(h, w)}")
-    y0, x0 = ((H - h) // 2, (W - w) // 2) if center_crop else tuple(offset)
-    if y0 + h > H or x0 + w > W:
-        raise MXNetValueError(f"Crop: offset {offset} and size {(h, w)} leave {(H, W)}")
-    return xp.ascontiguousarray(x[:, :, y0:y0 + h, x0:x0 + w])
-
-
-register(OpDef(name="Crop", inputs=("*data",),
-               params=(Param("num_args", "int"), Param("offset", "Shape(tuple)", (0, 0)),
-                       Param("h_w", "Shape(tuple)", (0, 0)),
-                       Param("center_crop", "boolean", False)),
-               impl=_crop, doc="``data``'s H and W cut to ``h_w`` (or the second input's), "
-                               "from ``offset`` or the center.", family="slicing"))
