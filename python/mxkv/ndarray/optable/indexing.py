@@ -154,9 +154,10 @@ def _topk(xp: Any, data: Any, axis: Any, k: int, ret_typ: str, is_ascend: bool,
         return values
     if ret_typ == "both":
         return [values, top.astype(dtype)]
-    mask = xp.zeros(src.shape, dtype=data.dtype)
-    xp.put_along_axis(mask, top, 1, axis=ax)
-    return mask.reshape(data.shape)
+    # the mask: 1 where an element's rank along the axis is below k (the rank is the
+    # inverse permutation of the order, its argsort: numpy and CuPy alike)
+    rank = xp.argsort(pos, axis=ax)
+    return (rank < k).astype(data.dtype).reshape(data.shape)
 
 
 register(OpDef(name="topk", inputs=("data",),

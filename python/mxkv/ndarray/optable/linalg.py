@@ -212,7 +212,7 @@ def _trian(n: int, offset: int, lower: bool) -> tuple:
 
 def _extracttrian(xp: Any, A: Any, offset: int, lower: bool) -> Any:
     _mat(A, "linalg_extracttrian", True)
-    rows, cols = _trian(A.shape[-1], offset, lower)
+    rows, cols = (xp.asarray(i) for i in _trian(A.shape[-1], offset, lower))
     return xp.ascontiguousarray(A[..., rows, cols])
 
 
@@ -222,7 +222,7 @@ def _maketrian(xp: Any, A: Any, offset: int, lower: bool) -> Any:
     n = int(round((np.sqrt(8 * m + 1) - 1) / 2)) + k
     if (n - k) * (n - k + 1) // 2 != m:
         raise MXNetValueError(f"linalg_maketrian: {m} entries are no triangle")
-    rows, cols = _trian(n, offset, lower)
+    rows, cols = (xp.asarray(i) for i in _trian(n, offset, lower))
     res = xp.zeros(A.shape[:-1] + (n, n), dtype=A.dtype)
     res[..., rows, cols] = A
     return res

@@ -75,8 +75,8 @@ def _correlation(xp: Any, data1: Any, data2: Any, kernel_size: int, max_displace
     a, b = xp.pad(data1, pad), xp.pad(data2, pad)
     k = kernel_size
     out = xp.zeros((n, grid * grid, top_h, top_w), dtype=data1.dtype)
-    ys = np.arange(top_h) * stride1 + max_displacement
-    xs = np.arange(top_w) * stride1 + max_displacement
+    ys = xp.arange(top_h) * stride1 + max_displacement
+    xs = xp.arange(top_w) * stride1 + max_displacement
     for tc in range(grid * grid):
         dx = (tc % grid - radius) * stride2
         dy = (tc // grid - radius) * stride2
