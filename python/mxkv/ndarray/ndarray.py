@@ -18,6 +18,7 @@ from ..base import MXNetError, numeric_types
 from ..context import Context, current_context, synchronize_streams, xp_for
 from ._reshape import infer_reshape
 from ._util import (
+    QUIET,
     MXNetIndexError,
     MXNetTypeError,
     MXNetValueError,
@@ -29,6 +30,8 @@ from ._util import (
     is_scalar,
     local_operand,
     normalize_dtype,
+    quiet_reset,
+    quiet_set,
     to_device,
 )
 from .cow import before_write
@@ -440,7 +443,8 @@ class NDArray:
                 raise MXNetTypeError(f"operator {sym}: operands have dtypes {a.dtype.name} "
                                      f"and {b.dtype.name}; cast one with astype first")
             try:
-                out_shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+                out_shape = a.shape if a.shape == b.shape else \
+                    tuple(np.broadcast_shapes(a.shape, b.shape))
             except ValueError:
                 raise MXNetValueError(f"operator {sym}: shapes {self.shape} and {other.shape} "
                                       f"cannot be broadcast together") from None
@@ -456,24 +460,40 @@ class NDArray:
         x, y = (b, a) if reverse else (a, b)
         if inplace:
             before_write(a)
+        if not self._ctx.uses_cupy:
+            tok = quiet_set(QUIET)
+            try:
+                return self._compute(xp, x, y, a, name, fname, inplace)
+            finally:
+                quiet_reset(tok)
         with device_scope(self._ctx), np.errstate(all="ignore"):
-            integer = a.dtype.kind in "biu"
-            if integer and name == "divide":
-                res = _int_true_divide(xp, x, y)
-            elif integer and name == "power":
-                res = xp.power(xp.asarray(x, dtype=np.float64), xp.asarray(y, dtype=np.float64))
-            elif name == "mod":  # MXNet: x % 0 is 0 (not NaN)
-                res = xp.where(xp.asarray(y) == 0, xp.zeros((), a.dtype), xp.mod(x, y))
-            elif inplace:
-                getattr(xp, fname)(x, y, out=a, casting="unsafe")
-                return self
-            else:
-                res = getattr(xp, fname)(x, y)
-            if inplace:
-                xp.copyto(a, res, casting="unsafe")
-                return self
-            if res.dtype != a.dtype:
-                res = res.astype(a.dtype)
+            return self._compute(xp, x, y, a, name, fname, inplace)
+
+    def _compute(self, xp: Any, x: Any, y: Any, a: Any, name: str, fname: str,
+                 inplace: bool) -> NDArray:
+        """``x OP y`` (``OP`` the xp function ``fname``) with MXNet's integer rules;
+        written into ``a`` (this array's buffer) when ``inplace``."""
+        integer = a.dtype.kind in "biu"
+        if integer and name == "divide":
+            res = _int_true_divide(xp, x, y)
+        elif integer and name == "power":
+            res = xp.power(xp.asarray(x, dtype=np.float64), xp.asarray(y, dtype=np.float64))
+        elif name == "mod":  # MXNet: x % 0 is 0 (not NaN)
+            res = xp.where(xp.asarray(y) == 0, xp.zeros((), a.dtype), xp.mod(x, y))
+        elif inplace:
+            getattr(xp, fname)(x, y, out=a, casting="unsafe")
+            return self
+        else:
+            res = getattr(xp, fname)(x, y)
+        if inplace:
+            xp.copyto(a, res, casting="unsafe")
+            return self
+        if res.dtype != a.dtype:
+            res = res.astype(a.dtype)
+        if type(res) is np.ndarray and res.flags.c_contiguous:  # (fresh: skip the checks)
+            out = object.__new__(NDArray)
+            out._array, out._ctx = res, self._ctx
+            return out
         return NDArray(res, self._ctx)
 
     def __add__(self, o): return self._binary(o, "add")
@@ -518,18 +538,6 @@ class NDArray:
         """A new array of ones with this array's shape, dtype and context."""
         return _provided("ones_like")(self)
 
-    def sum(self, axis=None, keepdims: bool = False) -> NDArray:
-        """The sum over ``axis`` (an int or a tuple; all axes by default, the result then of shape
-        (1,)), keeping the reduced axes as size 1 with ``keepdims``. A new array of this one's
-        dtype (:func:`mxkv.nd.sum`).
-
-        Raises
-        ------
-        MXNetValueError
-            An axis out of range.
-        """
-        return _provided("sum")(self, axis=axis, keepdims=keepdims)
-
     # ------------------------------------------------------------------ DLPack
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
         """The DLPack capsule of this array's memory (shared, not copied)."""
@@ -548,64 +556,8 @@ class NDArray:
         """A DLPack capsule of this array's memory, for writing through it."""
         return _provided("to_dlpack_for_write")(self)
 
-    def max(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-        """The maximum over ``axis``, as :meth:`sum`; ``exclude=True`` reduces over the
-        other axes (:func:`mxkv.nd.max`)."""
-        return _provided("max")(self, axis=axis, keepdims=keepdims, exclude=exclude)
-
-    def min(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-        """The minimum over ``axis``, as :meth:`sum`; ``exclude=True`` reduces over the
-        other axes (:func:`mxkv.nd.min`)."""
-        return _provided("min")(self, axis=axis, keepdims=keepdims, exclude=exclude)
-
-    def mean(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-        """The mean over ``axis``, as :meth:`sum`; ``exclude=True`` reduces over the
-        other axes (:func:`mxkv.nd.mean`)."""
-        return _provided("mean")(self, axis=axis, keepdims=keepdims, exclude=exclude)
-
-    def prod(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-        """The product over ``axis``, as :meth:`sum`; ``exclude=True`` reduces over the
-        other axes (:func:`mxkv.nd.prod`)."""
-        return _provided("prod")(self, axis=axis, keepdims=keepdims, exclude=exclude)
-
-    def norm(self, ord: int = 2, axis=None, keepdims: bool = False) -> NDArray:
-        """The L2 norm (L1 with ``ord=1``) over ``axis`` (all elements by default, the result then
-        of shape (1,)); integer and float16 arrays are summed in float32 (:func:`mxkv.nd.norm`).
-
-        Raises
-        ------
-        MXNetValueError
-            ``ord`` other than 1 or 2.
-        """
-        return _provided("norm")(self, ord=ord, axis=axis, keepdims=keepdims)
-
-    def sqrt(self) -> NDArray:
-        """A new array of the elementwise square roots, in this array's dtype."""
-        return _provided("sqrt")(self)
-
-    def square(self) -> NDArray:
-        """A new array of the elementwise squares."""
-        return _provided("square")(self)
-
-    def abs(self) -> NDArray:
-        """A new array of the elementwise absolute values."""
-        return _provided("abs")(self)
-
-    def sign(self) -> NDArray:
-        """A new array of the elementwise signs: -1, 0 or 1."""
-        return _provided("sign")(self)
-
-    def clip(self, a_min: float, a_max: float) -> NDArray:
-        """A new array with the values clipped into ``[a_min, a_max]``.
-
-        Raises
-        ------
-        MXNetError
-            A bound that is not a number.
-        MXNetValueError
-            ``a_min`` greater than ``a_max``.
-        """
-        return _provided("clip")(self, a_min, a_max)
+    # The operators' methods (sum, max, exp, transpose, topk...) are set on this class by
+    # the operator table (optable/frontend.py install_methods) when mxkv.ndarray loads.
 
 
 def _fit(src: Any, dst: Any, idx: Any) -> Any:
