@@ -7,6 +7,7 @@
 #   tests/golden/mxnet_states/        tools/golden_states.py  (optimizer states files)
 #   tests/golden/clj_ops.json         tools/golden_clj_ops.py (a training step's operators)
 #   tests/golden/differential.json.gz tools/differential.py golden (60 seeds x 200 calls)
+#   tests/golden/nn_ops.json.gz       tools/golden_nn_ops.py  (the layer operators)
 # Arguments are passed on to tools/mxnet_golden.py, e.g.
 #   bash tools/mxnet-golden.sh --only 'push_sum_three_devices[local]'
 # (with --only nothing is written, and the other generators do not run).
@@ -22,4 +23,5 @@ case " $* " in *" --only "*) exit 0 ;; esac
 "$PY" tools/golden_compression.py
 "$PY" tools/golden_states.py
 "$PY" tools/golden_clj_ops.py
+"$PY" tools/golden_nn_ops.py
 "$PY" tools/differential.py golden --seeds 60 --ops 200

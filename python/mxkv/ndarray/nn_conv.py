@@ -1,0 +1,257 @@
+"""Convolution, Deconvolution and Pooling kernels (MXNet 1.9's ``nd.*``), forward.
+
+Plain functions over an array module ``xp`` (numpy or cupy) and its arrays,
+registered as operators in the operator table. Layout is MXNet's default,
+channels first (NCW, NCHW, NCDHW). Convolution is im2col, one strided slice
+per kernel tap, then one batched matmul per group (BLAS on numpy, cuBLAS on
+CuPy); Deconvolution is the transpose: a matmul, then col2im by strided adds.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+from ._util import MXNetValueError
+
+__all__ = ["convolution", "deconvolution", "pooling", "spatial_params"]
+
+
+def spatial_params(op: str, data_shape: tuple, kernel: Sequence[int], stride: Sequence[int],
+                   dilate: Sequence[int], pad: Sequence[int]) -> tuple:
+    """``kernel``, ``stride``, ``dilate``, ``pad`` as tuples of the kernel's rank
+    (MXNet's empty defaults: stride and dilate 1, pad 0), checked against ``data_shape``."""
+    k = tuple(int(v) for v in kernel)
+    nd = len(k)
+    if nd not in (1, 2, 3):
+        raise MXNetValueError(f"{op}: kernel must have 1, 2 or 3 dimensions, got {k}")
+    if len(data_shape) != nd + 2:
+        raise MXNetValueError(f"{op}: data of shape {tuple(data_shape)} does not fit a {nd}-D "
+                              f"kernel {k}: expected {nd + 2} dimensions (N, C, spatial...)")
+
+    def fill(name: str, v: Sequence[int], default: int) -> tuple:
+        v = tuple(int(x) for x in v) if v else (default,) * nd
+        if len(v) != nd:
+            raise MXNetValueError(f"{op}: {name} {v} must have as many dimensions as kernel {k}")
+        return v
+    s, d, p = fill("stride", stride, 1), fill("dilate", dilate, 1), fill("pad", pad, 0)
+    if any(v <= 0 for v in s) or any(v <= 0 for v in d):
+        raise MXNetValueError(f"{op}: stride {s} and dilate {d} must be positive")
+    return k, s, d, p
+
+
+def _conv_out(op: str, size: int, k: int, s: int, d: int, p: int) -> int:
+    dk = d * (k - 1) + 1
+    if size + 2 * p < dk:
+        raise MXNetValueError(f"{op}: kernel size {k} (dilated {dk}) exceeds the padded input "
+                              f"size {size + 2 * p}")
+    return (size + 2 * p - dk) // s + 1
+
+
+def _pad_spatial(xp: Any, x: Any, pad: tuple, value: float = 0) -> Any:
+    if not any(pad):
+        return x
+    return xp.pad(x, [(0, 0), (0, 0)] + [(q, q) for q in pad], mode="constant",
+                  constant_values=value)
+
+
+def _taps(xp: Any, xpad: Any, k: tuple, s: tuple, d: tuple, out: tuple) -> Any:
+    """im2col: (N, C, prod(k), prod(out)), one strided slice per kernel tap."""
+    n, c = xpad.shape[:2]
+    cols = xp.empty((n, c) + (len(list(itertools.product(*map(range, k)))),) + out,
+                    dtype=xpad.dtype)
+    for t, idx in enumerate(itertools.product(*map(range, k))):
+        sl = tuple(slice(i * dd, i * dd + ss * (o - 1) + 1, ss)
+                   for i, dd, ss, o in zip(idx, d, s, out))
+        cols[:, :, t] = xpad[(slice(None), slice(None)) + sl]
+    return cols.reshape(n, c, -1, _prod(out))
+
+
+def _prod(t: Sequence[int]) -> int:
+    r = 1
+    for v in t:
+        r *= int(v)
+    return r
+
+
+def _check_weights(op: str, data: Any, weight: Any, bias: Any, k: tuple, num_filter: int,
+                   num_group: int, no_bias: bool) -> tuple:
+    """(groups, filters) once the weight (Convolution: (F, C/g, *k); Deconvolution:
+    (C, F/g, *k)) and bias (F,) fit ``data``."""
+    c, g, f = data.shape[1], int(num_group), int(num_filter)
+    if g <= 0 or c % g or f % g:
+        raise MXNetValueError(f"{op}: num_group {g} must divide the input channels {c} and "
+                              f"num_filter {f}")
+    wshape = ((f, c // g) if op == "Convolution" else (c, f // g)) + k
+    if tuple(weight.shape) != wshape:
+        raise MXNetValueError(f"{op}: weight has shape {tuple(weight.shape)}, expected "
+                              f"{wshape} for data {tuple(data.shape)}")
+    if not no_bias and (bias is None or tuple(bias.shape) != (f,)):
+        raise MXNetValueError(f"{op}: bias must have shape ({f},), got "
+                              f"{None if bias is None else tuple(bias.shape)}")
+    return g, f
+
+
+def convolution(xp: Any, data: Any, weight: Any, bias: Any = None, *, kernel: Sequence[int],
+                stride: Sequence[int] = (), dilate: Sequence[int] = (),
+                pad: Sequence[int] = (), num_filter: int, num_group: int = 1,
+                no_bias: bool = False) -> Any:
+    """Convolution forward: (N, C, *in) with weight (F, C/group, *kernel) -> (N, F, *out)."""
+    k, s, d, p = spatial_params("Convolution", data.shape, kernel, stride, dilate, pad)
+    n, c = data.shape[:2]
+    g, f = _check_weights("Convolution", data, weight, bias, k, num_filter, num_group, no_bias)
+    out = tuple(_conv_out("Convolution", data.shape[2 + i], k[i], s[i], d[i], p[i])
+                for i in range(len(k)))
+    cols = _taps(xp, _pad_spatial(xp, data, p), k, s, d, out)       # (N, C, K, L)
+    cols = cols.reshape(n, g, (c // g) * _prod(k), _prod(out))      # (N, G, Cg*K, L)
+    w = weight.reshape(g, f // g, -1)                               # (G, Fg, Cg*K)
+    res = xp.matmul(w[None], cols).reshape((n, f) + out)
+    if not no_bias:
+        res += bias.reshape((1, f) + (1,) * len(k))
+    return res
+
+
+def deconv_pad_adj(k: tuple, s: tuple, d: tuple, pad: tuple, adj: Sequence[int],
+                   target_shape: Sequence[int], in_spatial: tuple) -> tuple:
+    """MXNet's Deconvolution padding: from ``target_shape`` when it has a nonzero
+    entry (``pad`` and ``adj`` then ignored), else ``pad`` and ``adj``."""
+    nd = len(k)
+    if target_shape and any(int(t) for t in target_shape):
+        pads, adjs = [], []
+        for i in range(nd):
+            total = s[i] * (in_spatial[i] - 1) + d[i] * (k[i] - 1) + 1
+            if total < int(target_shape[i]):
+                raise MXNetValueError(f"Deconvolution: too big target shape {tuple(target_shape)}")
+            total -= int(target_shape[i])
+            adjs.append(total % 2)
+            pads.append((total + 1) // 2)
+        return tuple(pads), tuple(adjs)
+    a = tuple(int(v) for v in adj) if adj else (0,) * nd
+    if len(a) != nd:
+        raise MXNetValueError(f"Deconvolution: adj {a} must have as many dimensions as kernel {k}")
+    return pad, a
+
+
+def deconvolution(xp: Any, data: Any, weight: Any, bias: Any = None, *, kernel: Sequence[int],
+                  stride: Sequence[int] = (), dilate: Sequence[int] = (),
+                  pad: Sequence[int] = (), adj: Sequence[int] = (),
+                  target_shape: Sequence[int] = (), num_filter: int, num_group: int = 1,
+                  no_bias: bool = True) -> Any:
+    """Deconvolution (transposed convolution) forward: (N, C, *in) with weight
+    (C, F/group, *kernel) -> (N, F, *out), out = s*(in-1) + d*(k-1) + 1 - 2*pad + adj."""
+    k, s, d, p = spatial_params("Deconvolution", data.shape, kernel, stride, dilate, pad)
+    n, c = data.shape[:2]
+    g, f = _check_weights("Deconvolution", data, weight, bias, k, num_filter, num_group,
+                          no_bias)
+    ins = tuple(data.shape[2:])
+    p, a = deconv_pad_adj(k, s, d, p, adj, target_shape, ins)
+    if any(a[i] >= s[i] for i in range(len(k))):
+        raise MXNetValueError(f"Deconvolution: adj {a} must be smaller than stride {s}")
+    full = tuple(s[i] * (ins[i] - 1) + d[i] * (k[i] - 1) + 1 + a[i] for i in range(len(k)))
+    out = tuple(full[i] - 2 * p[i] for i in range(len(k)))
+    if any(o <= 0 for o in out):
+        raise MXNetValueError(f"Deconvolution: output shape {out} is not positive (pad {p})")
+    x = data.reshape(n, g, c // g, _prod(ins))                       # (N, G, Cg, L)
+    w = weight.reshape(g, c // g, -1).transpose(0, 2, 1)             # (G, Fg*K, Cg)
+    cols = xp.matmul(w[None], x).reshape((n, f, _prod(k)) + ins)     # (N, F, K, *in)
+    buf = xp.zeros((n, f) + full, dtype=data.dtype)
+    for t, idx in enumerate(itertools.product(*map(range, k))):
+        sl = tuple(slice(i * dd, i * dd + ss * (m - 1) + 1, ss)
+                   for i, dd, ss, m in zip(idx, d, s, ins))
+        buf[(slice(None), slice(None)) + sl] += cols[:, :, t]
+    res = buf[(slice(None), slice(None)) + tuple(slice(q, q + o) for q, o in zip(p, out))]
+    res = xp.ascontiguousarray(res)
+    if not no_bias:
+        res += bias.reshape((1, f) + (1,) * len(k))
+    return res
+
+
+_POOL_TYPES = ("avg", "lp", "max", "sum")
+_CONVENTIONS = ("full", "same", "valid")
+
+
+def _pool_out(size: int, k: int, s: int, p: int, convention: str) -> int:
+    if convention == "valid":
+        return (size + 2 * p - k) // s + 1
+    if convention == "full":
+        return -(-(size + 2 * p - k) // s) + 1
+    return -(-size // s)  # 'same'
+
+
+def pooling(xp: Any, data: Any, *, kernel: Sequence[int] = (), pool_type: str = "max",
+            global_pool: bool = False, pooling_convention: str = "valid",
+            stride: Sequence[int] = (), pad: Sequence[int] = (), p_value: Any = None,
+            count_include_pad: Any = None) -> Any:
+    """Pooling forward over the spatial axes of NCW/NCHW/NCDHW data."""
+    if pool_type not in _POOL_TYPES:
+        raise MXNetValueError(f"Pooling: pool_type {pool_type!r} is not one of {_POOL_TYPES}")
+    if pooling_convention not in _CONVENTIONS:
+        raise MXNetValueError(f"Pooling: pooling_convention {pooling_convention!r} is not one "
+                              f"of {_CONVENTIONS}")
+    if data.ndim not in (3, 4, 5):
+        raise MXNetValueError(f"Pooling: data must be 3-D, 4-D or 5-D (N, C, spatial...), got "
+                              f"shape {tuple(data.shape)}")
+    nd = data.ndim - 2
+    ins = tuple(data.shape[2:])
+    if global_pool:
+        k, s, p = ins, (1,) * nd, (0,) * nd
+    else:
+        if not kernel:
+            raise MXNetValueError("Pooling: kernel is required unless global_pool is set")
+        k, s, _, p = spatial_params("Pooling", data.shape, kernel, stride, (), pad)
+        if any(k[i] > ins[i] + 2 * p[i] for i in range(nd)):
+            raise MXNetValueError(f"Pooling: kernel size {k} exceeds the padded input "
+                                  f"{tuple(ins[i] + 2 * p[i] for i in range(nd))}")
+    if pool_type == "lp" and p_value is None:
+        raise MXNetValueError("Pooling: pool_type 'lp' needs p_value")
+    if pooling_convention == "same" and not global_pool and any(p):
+        raise MXNetValueError(f"Pooling: pooling_convention 'same' takes no pad, got {p}")
+    conv = "valid" if global_pool else pooling_convention
+    out = tuple(_pool_out(ins[i], k[i], s[i], p[i], conv) for i in range(nd))
+    # Right padding so every window lies inside the buffer ('full'/'same' overhang).
+    extra = tuple(max(0, (out[i] - 1) * s[i] + k[i] - (ins[i] + 2 * p[i])) for i in range(nd))
+    fill = -xp.inf if pool_type == "max" else 0
+    if pool_type == "max" and data.dtype.kind != "f":
+        fill = xp.iinfo(data.dtype).min
+    x = data
+    if pool_type == "lp":
+        pv = int(p_value)
+        x = x ** pv if pv != 1 else x
+    x = xp.pad(x, [(0, 0), (0, 0)] + [(p[i], p[i] + extra[i]) for i in range(nd)],
+               mode="constant", constant_values=fill)
+    acc = None
+    for idx in itertools.product(*map(range, k)):
+        sl = tuple(slice(i, i + ss * (o - 1) + 1, ss) for i, ss, o in zip(idx, s, out))
+        win = x[(slice(None), slice(None)) + sl]
+        if acc is None:
+            acc = win.copy()
+        elif pool_type == "max":
+            xp.maximum(acc, win, out=acc)
+        else:
+            acc += win
+    if pool_type == "avg":
+        include = True if count_include_pad is None else bool(count_include_pad)
+        acc = acc / _window_counts(xp, ins, k, s, p, out, include).astype(acc.dtype)
+        acc = acc.astype(data.dtype)
+    elif pool_type == "lp":
+        pv = int(p_value)
+        if pv != 1:  # (MXNet's root keeps the sign: an odd p of a negative sum)
+            acc = xp.sign(acc) * xp.abs(acc) ** (1.0 / pv)
+        acc = acc.astype(data.dtype)
+    return xp.ascontiguousarray(acc)
+
+
+def _window_counts(xp: Any, ins: tuple, k: tuple, s: tuple, p: tuple, out: tuple,
+                   include_pad: bool) -> Any:
+    """Each output position's divisor for average pooling, as MXNet's CPU kernel:
+    the window clipped to the padded input, or to the input without padding."""
+    counts = None
+    for i in range(len(k)):
+        start = xp.arange(out[i]) * s[i] - p[i]
+        end = xp.minimum(start + k[i], ins[i] + p[i])
+        if not include_pad:
+            start = xp.maximum(start, 0)
+            end = xp.minimum(end, ins[i])
+        c = xp.maximum(end - start, 1) if not include_pad else (end - start)
+        c = c.reshape((-1,) + (1,) * (len(k) - 1 - i))
+        counts = c if counts is None else counts * c
+    return counts

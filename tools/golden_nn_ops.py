@@ -1,0 +1,272 @@
+"""Record real MXNet 1.9.1 results for the layer operators: tests/golden/nn_ops.json.gz.
+
+Each case is one imperative ``mx.nd.<op>(*inputs, **params)`` call, as
+``autograd`` leaves it outside a recording scope (inference: BatchNorm with the
+moving statistics, Dropout in ``mode='training'`` the identity). Inputs are
+described, not stored: ``{"rand": [seed, shape, dtype, kind]}`` is
+``inputs.make`` below (numpy's legacy RandomState, whose streams numpy keeps
+fixed across versions), ``{"values": [...], "dtype": d}`` an explicit array.
+Outputs are stored as raw little-endian bytes (base64), one per output (a
+list for BatchNorm/LayerNorm/GroupNorm with ``output_mean_var``), or the last
+line of MXNet's error for the bad-shape cases (``*_bad_*``), which mxkv must
+refuse too.
+
+Replayed through ``mx.nd`` by ``tests/test_nn_ops_golden.py``.
+
+Regenerate (needs the real MXNet, not mxkv)::
+
+    PY=$(bash tools/mxnet-venv.sh) && "$PY" tools/golden_nn_ops.py
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import sys
+
+import mxnet as mx
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from nn_golden_inputs import make  # noqa: E402
+
+DEFAULT_OUT = os.path.join(ROOT, "tests", "golden", "nn_ops.json.gz")
+F, D, H = "float32", "float64", "float16"
+_seed = [0]
+
+
+def r(shape, dtype=F, kind="normal"):
+    """A random input of ``shape`` (a fresh seed per input)."""
+    _seed[0] += 1
+    return {"rand": [_seed[0], list(shape), dtype, kind]}
+
+
+def v(values, dtype=F):
+    return {"values": np.asarray(values).ravel().tolist(), "shape": list(np.shape(values)),
+            "dtype": dtype}
+
+
+CASES: list = []
+
+
+def case(name, op, inputs, **params):
+    CASES.append((name, op, inputs, params))
+
+
+def _conv_cases():
+    for dt in (F, D):
+        for nd, (shape, k, s, d, p, g) in enumerate([
+                ((2, 4, 9), (3,), (2,), (1,), (1,), 2),
+                ((2, 4, 7, 6), (3, 2), (2, 1), (1, 2), (1, 0), 1),
+                ((1, 4, 5, 6), (3, 3), (1, 1), (1, 1), (1, 1), 4),
+                ((1, 2, 4, 5, 6), (2, 3, 2), (1, 2, 1), (2, 1, 1), (1, 1, 0), 2)]):
+            c, f = shape[1], 6 if g != 4 else 8
+            for nb in (False, True):
+                ins = [r(shape, dt), r((f, c // g) + k, dt)] + ([] if nb else [r((f,), dt)])
+                case(f"conv{len(k)}d_{nd}_{dt}_nobias{int(nb)}", "Convolution", ins,
+                     kernel=k, stride=s, dilate=d, pad=p, num_filter=f, num_group=g,
+                     no_bias=nb)
+            full = tuple(s[i] * (shape[2 + i] - 1) + k[i] for i in range(len(k)))
+            for tag, extra in (("", {}), ("_adj", {"adj": tuple(min(1, x - 1) for x in s)}),
+                               ("_target", {"target_shape": tuple(x - 1 for x in full)})):
+                if dt == D and len(k) == 3:
+                    continue  # (MXNet's CPU Deconvolution is 1-D/2-D only in float64)
+                dd = (1,) * len(k)  # (MXNet's CPU Deconvolution refuses dilation)
+                case(f"deconv{len(k)}d_{nd}_{dt}{tag}", "Deconvolution",
+                     [r(shape, dt), r((c, f // g) + k, dt), r((f,), dt)],
+                     kernel=k, stride=s, dilate=dd, pad=p, num_filter=f, num_group=g,
+                     no_bias=False, **extra)
+    case("conv_1x1", "Convolution", [r((2, 3, 4, 4)), r((5, 3, 1, 1)), r((5,))],
+         kernel=(1, 1), num_filter=5)
+    case("conv_bad_weight_shape", "Convolution", [r((2, 3, 5, 5)), r((4, 2, 3, 3)), r((4,))],
+         kernel=(3, 3), num_filter=4)
+    case("conv_bad_data_rank", "Convolution", [r((3, 5, 5)), r((4, 3, 3, 3)), r((4,))],
+         kernel=(3, 3), num_filter=4)
+    case("deconv_default_no_bias", "Deconvolution", [r((1, 2, 3, 3)), r((2, 3, 2, 2))],
+         kernel=(2, 2), stride=(2, 2), num_filter=3)
+    case("deconv_bad_weight_shape", "Deconvolution", [r((1, 2, 3, 3)), r((3, 3, 2, 2))],
+         kernel=(2, 2), num_filter=3)
+
+
+def _pool_cases():
+    for dt in (F, D):
+        for shape, k, s, p in (((2, 3, 9), (3,), (2,), (1,)),
+                               ((2, 3, 7, 8), (3, 2), (2, 2), (1, 0)),
+                               ((1, 2, 5, 6, 7), (2, 3, 2), (1, 2, 2), (1, 1, 0))):
+            for pt in ("max", "avg", "sum", "lp"):
+                for conv in ("valid", "full"):
+                    for cip in ((None, False) if pt == "avg" else (None,)):
+                        extra = {"p_value": 2} if pt == "lp" else {}
+                        if cip is not None:
+                            extra["count_include_pad"] = cip
+                        case(f"pool{len(k)}d_{pt}_{conv}_{dt}_cip{cip}", "Pooling",
+                             [r(shape, dt)], kernel=k, stride=s, pad=p, pool_type=pt,
+                             pooling_convention=conv, **extra)
+                extra = {"p_value": 3} if pt == "lp" else {}
+                case(f"pool{len(k)}d_{pt}_global_{dt}", "Pooling", [r(shape, dt)],
+                     global_pool=True, pool_type=pt, **extra)
+    case("pool_default_stride", "Pooling", [r((1, 1, 5, 5))], kernel=(2, 2), pool_type="avg")
+    case("pool_bad_kernel_too_big", "Pooling", [r((1, 1, 3, 3))], kernel=(5, 5))
+    case("pool_bad_data_rank", "Pooling", [r((4, 4))], kernel=(2, 2))
+
+
+def _dense_cases():
+    for dt in (F, D):
+        case(f"fc_{dt}", "FullyConnected", [r((3, 4, 5), dt), r((6, 20), dt), r((6,), dt)],
+             num_hidden=6)
+        case(f"fc_noflatten_nobias_{dt}", "FullyConnected", [r((3, 4, 5), dt), r((6, 5), dt)],
+             num_hidden=6, no_bias=True, flatten=False)
+    case("fc_bad_weight_shape", "FullyConnected", [r((3, 5)), r((6, 4)), r((6,))],
+         num_hidden=6)
+    case("fc_bad_num_hidden", "FullyConnected", [r((3, 5)), r((6, 5)), r((6,))],
+         num_hidden=7)
+    for dt in (F, D, H):
+        for a in ("relu", "sigmoid", "tanh", "softrelu", "softsign"):
+            case(f"act_{a}_{dt}", "Activation", [r((3, 4, 5), dt, "wide")], act_type=a)
+        for a in ("leaky", "elu", "selu", "gelu", "rrelu"):
+            case(f"leaky_{a}_{dt}", "LeakyReLU", [r((3, 4, 5), dt, "wide")], act_type=a,
+                 slope=0.3)
+        case(f"leaky_prelu_{dt}", "LeakyReLU", [r((3, 4, 5), dt, "wide"), r((4,), dt, "pos")],
+             act_type="prelu")
+    case("act_bad_type", "Activation", [r((2, 3))], act_type="swish")
+    case("prelu_bad_gamma_shape", "LeakyReLU", [r((2, 3, 4)), r((5,))], act_type="prelu")
+    for dt in (F, D, H):
+        case(f"embedding_{dt}", "Embedding", [v([[0, 3, 9], [2, 1, 7]], F), r((10, 4), dt)],
+             input_dim=10, output_dim=4, dtype=dt)
+    case("embedding_int_indices", "Embedding", [v([1, 0, 2], "int32"), r((3, 2))],
+         input_dim=3, output_dim=2)
+    case("embedding_bad_weight_shape", "Embedding", [v([0, 1], F), r((5, 4))],
+         input_dim=4, output_dim=4)
+    case("dropout_inference_identity", "Dropout", [r((4, 5))], p=0.3)
+    case("dropout_p0_always", "Dropout", [r((4, 5))], p=0.0, mode="always")
+    for f in ("softmax", "log_softmax", "softmin"):
+        for dt in (F, D):
+            for ax in (-1, 0, 1):
+                for t in (None, 2.0):
+                    extra = {} if t is None else {"temperature": t}
+                    case(f"{f}_{dt}_ax{ax}_t{t}", f, [r((3, 4, 5), dt, "wide")], axis=ax,
+                         **extra)
+        case(f"{f}_f16", f, [r((3, 7), H)])
+        case(f"{f}_f16_to_f32", f, [r((3, 7), H)], dtype=F)
+        case(f"{f}_f32_to_f64", f, [r((3, 7))], dtype=D)
+        case(f"{f}_bad_axis", f, [r((3, 4))], axis=2)
+    case("softmax_length", "softmax", [r((3, 4, 5)), v([[1, 3, 5, 2], [2, 2, 4, 5],
+                                                        [5, 1, 1, 1]], "int32")],
+         axis=-1, use_length=True)
+    case("softmax_length_axis1", "softmax", [r((3, 4, 5)), v([[1, 3, 4, 2, 2]] * 3, "int32")],
+         axis=1, use_length=True)
+    for m in ("instance", "channel"):
+        case(f"softmax_activation_{m}", "SoftmaxActivation", [r((3, 4, 5))], mode=m)
+
+
+def _norm_cases():
+    for dt in (F, D):
+        x = (4, 3, 5, 2)
+        for fg in (True, False):
+            for omv in (False, True):
+                for ugs in (False, True):
+                    case(f"batchnorm_{dt}_fix{int(fg)}_omv{int(omv)}_ugs{int(ugs)}",
+                         "BatchNorm", [r(x, dt), r((3,), dt, "pos"), r((3,), dt),
+                                       r((3,), dt), r((3,), dt, "pos")],
+                         fix_gamma=fg, output_mean_var=omv, use_global_stats=ugs)
+        case(f"batchnorm_axis_last_{dt}", "BatchNorm",
+             [r((4, 5, 3), dt), r((3,), dt, "pos"), r((3,), dt), r((3,), dt),
+              r((3,), dt, "pos")], axis=-1, fix_gamma=False, eps=0.01)
+        for omv in (False, True):
+            case(f"layernorm_{dt}_omv{int(omv)}", "LayerNorm",
+                 [r((4, 3, 5), dt), r((5,), dt, "pos"), r((5,), dt)], output_mean_var=omv)
+            case(f"layernorm_axis1_{dt}_omv{int(omv)}", "LayerNorm",
+                 [r((4, 3, 5), dt), r((3,), dt, "pos"), r((3,), dt)], axis=1,
+                 output_mean_var=omv)
+            for ng in (1, 2, 3):
+                case(f"groupnorm_{ng}_{dt}_omv{int(omv)}", "GroupNorm",
+                     [r((2, 6, 3, 2), dt), r((ng,), dt, "pos"), r((ng,), dt)],
+                     num_groups=ng, output_mean_var=omv)
+        for m in ("instance", "channel", "spatial"):
+            case(f"l2norm_{m}_{dt}", "L2Normalization", [r((2, 3, 4, 5), dt)], mode=m)
+        if dt == D:
+            continue  # (MXNet's CPU InstanceNorm and LRN take float32 only)
+        case(f"instancenorm_{dt}", "InstanceNorm",
+             [r((2, 3, 4, 5), dt), r((3,), dt, "pos"), r((3,), dt)], eps=0.01)
+        for ns in (1, 3, 5):
+            case(f"lrn_{ns}_{dt}", "LRN", [r((2, 6, 3, 3), dt)], nsize=ns, alpha=0.1)
+    case("batchnorm_bad_axis", "BatchNorm",
+         [r((2, 3, 4)), r((3,)), r((3,)), r((3,)), r((3,), F, "pos")], axis=3)
+    case("layernorm_bad_gamma_shape", "LayerNorm", [r((2, 3)), r((2,)), r((3,))])
+    case("groupnorm_bad_groups", "GroupNorm", [r((2, 5, 3)), r((2,)), r((2,))], num_groups=2)
+    case("instancenorm_bad_gamma_shape", "InstanceNorm", [r((2, 3, 4)), r((2,)), r((3,))])
+
+
+def _seq_cases():
+    x = (2, 3, 4, 5)
+    for s in (1, 2, 3):
+        case(f"upsampling_nearest_{s}", "UpSampling", [r(x)], scale=s, sample_type="nearest")
+        for m in ("concat", "sum"):
+            case(f"upsampling_nearest_two_{m}_{s}", "UpSampling",
+                 [r(x), r((2, 3 if m == "sum" else 2, 4, 5))], scale=s,
+                 sample_type="nearest", multi_input_mode=m, num_args=2)
+        k = 2 * s - s % 2
+        case(f"upsampling_bilinear_{s}", "UpSampling", [r(x), r((3, 1, k, k))], scale=s,
+             sample_type="bilinear", num_filter=3, num_args=2)
+    for m in ("constant", "edge", "reflect"):
+        case(f"pad4_{m}", "Pad", [r(x)], mode=m, pad_width=(0, 0, 0, 0, 1, 2, 3, 1),
+             constant_value=2.5)
+        case(f"pad5_{m}", "Pad", [r((1, 2, 3, 4, 3))], mode=m,
+             pad_width=(0, 0, 0, 0, 1, 2, 2, 1, 0, 1))
+    case("pad_bad_batch_axis", "Pad", [r(x)], mode="constant",
+         pad_width=(1, 0, 0, 0, 1, 1, 1, 1))
+    for op in ("SequenceMask", "SequenceLast", "SequenceReverse"):
+        extra = {"value": -1.0} if op == "SequenceMask" else {}
+        case(f"{op}_plain", op, [r((5, 3, 2))], **extra)
+        case(f"{op}_length", op, [r((5, 3, 2)), v([2, 5, 1])], use_sequence_length=True,
+             **extra)
+        if op != "SequenceReverse":
+            case(f"{op}_axis1", op, [r((3, 5, 2)), v([1, 2, 3])], use_sequence_length=True,
+                 axis=1, **extra)
+        case(f"{op}_bad_length_shape", op, [r((5, 3, 2)), v([2, 5])],
+             use_sequence_length=True, **extra)
+
+
+def _encode(arr) -> dict:
+    a = np.ascontiguousarray(arr.asnumpy())
+    return {"shape": list(a.shape), "dtype": a.dtype.name,
+            "b64": base64.b64encode(a.astype(a.dtype.newbyteorder("<")).tobytes()).decode()}
+
+
+def _error(exc) -> str:
+    lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+    return next((ln for ln in lines if "Check failed" in ln or "Error" in ln), lines[-1])[:300]
+
+
+def run(name, op, inputs, params):
+    arrays = [mx.nd.array(make(i), dtype=make(i).dtype) for i in inputs]
+    try:
+        out = getattr(mx.nd, op)(*arrays, **params)
+        outs = out if isinstance(out, list) else [out]
+        for o in outs:
+            o.wait_to_read()
+        result = {"outputs": [_encode(o) for o in outs], "list": isinstance(out, list)}
+    except mx.base.MXNetError as exc:
+        result = {"error": _error(exc)}
+    return {"name": name, "op": op, "inputs": inputs,
+            "params": {k: list(x) if isinstance(x, tuple) else x for k, x in params.items()},
+            "mxnet": result}
+
+
+def main() -> None:
+    for build in (_conv_cases, _pool_cases, _dense_cases, _norm_cases, _seq_cases):
+        build()
+    out = sys.argv[1] if len(sys.argv) > 1 else DEFAULT_OUT
+    doc = {"generator": "tools/golden_nn_ops.py", "mxnet": mx.__version__,
+           "cases": [run(*c) for c in CASES]}
+    with gzip.open(out, "wt") as f:
+        json.dump(doc, f, separators=(",", ":"), sort_keys=True)
+    errors = sum("error" in c["mxnet"] for c in doc["cases"])
+    print(f"wrote {len(doc['cases'])} cases ({errors} recorded errors) of "
+          f"{len({c['op'] for c in doc['cases']})} operators to {out}")
+
+
+if __name__ == "__main__":
+    main()
