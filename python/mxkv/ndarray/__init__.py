@@ -6,44 +6,21 @@ copied or shared.
 """
 from __future__ import annotations
 
-from . import creation, csr, csr_ops, dlpack, io, ndarray, ops, random, reduce, sparse
-from .creation import (
-    arange,
-    array,
-    empty,
-    eye,
-    from_numpy,
-    full,
-    ones,
-    ones_like,
-    zeros,
-    zeros_like,
-)
+from . import creation, csr, csr_ops, dlpack, io, linalg, ndarray, op, ops, random, sparse
+from .creation import arange, array, empty, eye, from_numpy, full, ones, zeros
 from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
 from .io import load, load_frombuffer, save
 from .ndarray import NDArray
-from .ops import (
-    ElementWiseSum,
-    abs,
-    add_n,
-    broadcast_add,
-    clip,
-    concat,
-    concatenate,
-    elemwise_add,
-    maximum,
-    minimum,
-    negative,
-    norm,
-    power,
-    sign,
-    sqrt,
-    square,
-    sum,
-    waitall,
-)
-from .reduce import argmax, argmin, max, mean, min, prod
+from .ops import concatenate, waitall
+from .optable import functions as _functions
+from .optable import install_methods as _install_methods
 from .sparse import RowSparseNDArray, cast_storage, row_sparse_array
+
+# Every operator of the operator table (optable/): mx.nd.exp, mx.nd.broadcast_add, ...,
+# and their NDArray methods (x.exp(), x.transpose()...).
+_OPERATORS = _functions("nd")
+globals().update(_OPERATORS)
+_install_methods()
 
 tostype = cast_storage
 
@@ -64,59 +41,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
-    "ElementWiseSum",
-    "NDArray",
-    "RowSparseNDArray",
-    "abs",
-    "add_n",
-    "arange",
-    "argmax",
-    "argmin",
-    "array",
-    "broadcast_add",
-    "cast_storage",
-    "clip",
-    "concat",
-    "creation",
-    "csr",
-    "csr_ops",
-    "concatenate",
-    "elemwise_add",
-    "empty",
-    "dlpack",
-    "eye",
-    "from_dlpack",
-    "from_numpy",
-    "full",
-    "io",
-    "load",
-    "load_frombuffer",
-    "max",
-    "maximum",
-    "mean",
-    "min",
-    "minimum",
-    "ndarray",
-    "negative",
-    "norm",
-    "ones",
-    "ones_like",
-    "ops",
-    "power",
-    "prod",
-    "reduce",
-    "random",
-    "row_sparse_array",
-    "save",
-    "sign",
-    "sparse",
-    "sqrt",
-    "square",
-    "sum",
-    "to_dlpack_for_read",
-    "to_dlpack_for_write",
-    "tostype",
-    "waitall",
-    "zeros",
-    "zeros_like",
+    "NDArray", "RowSparseNDArray", "arange", "array", "cast_storage", "concatenate",
+    "creation", "csr", "csr_ops", "dlpack", "empty", "eye", "from_dlpack", "from_numpy",
+    "full", "io", "linalg", "load", "load_frombuffer", "ndarray", "op", "ones", "ops",
+    "random", "row_sparse_array", "save", "sparse", "to_dlpack_for_read",
+    "to_dlpack_for_write", "tostype", "waitall", "zeros",
 ]
+__all__ += sorted(set(_OPERATORS) - set(__all__))

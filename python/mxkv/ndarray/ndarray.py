@@ -518,18 +518,6 @@ class NDArray:
         """A new array of ones with this array's shape, dtype and context."""
         return _provided("ones_like")(self)
 
-    def sum(self, axis=None, keepdims: bool = False) -> NDArray:
-        """The sum over ``axis`` (an int or a tuple; all axes by default, the result then of shape
-        (1,)), keeping the reduced axes as size 1 with ``keepdims``. A new array of this one's
-        dtype (:func:`mxkv.nd.sum`).
-
-        Raises
-        ------
-        MXNetValueError
-            An axis out of range.
-        """
-        return _provided("sum")(self, axis=axis, keepdims=keepdims)
-
     # ------------------------------------------------------------------ DLPack
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
         """The DLPack capsule of this array's memory (shared, not copied)."""
@@ -548,64 +536,8 @@ class NDArray:
         """A DLPack capsule of this array's memory, for writing through it."""
         return _provided("to_dlpack_for_write")(self)
 
-    def max(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-        """The maximum over ``axis``, as :meth:`sum`; ``exclude=True`` reduces over the
-        other axes (:func:`mxkv.nd.max`)."""
-        return _provided("max")(self, axis=axis, keepdims=keepdims, exclude=exclude)
-
-    def min(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-        """The minimum over ``axis``, as :meth:`sum`; ``exclude=True`` reduces over the
-        other axes (:func:`mxkv.nd.min`)."""
-        return _provided("min")(self, axis=axis, keepdims=keepdims, exclude=exclude)
-
-    def mean(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-        """The mean over ``axis``, as :meth:`sum`; ``exclude=True`` reduces over the
-        other axes (:func:`mxkv.nd.mean`)."""
-        return _provided("mean")(self, axis=axis, keepdims=keepdims, exclude=exclude)
-
-    def prod(self, axis=None, keepdims: bool = False, exclude: bool = False) -> NDArray:
-        """The product over ``axis``, as :meth:`sum`; ``exclude=True`` reduces over the
-        other axes (:func:`mxkv.nd.prod`)."""
-        return _provided("prod")(self, axis=axis, keepdims=keepdims, exclude=exclude)
-
-    def norm(self, ord: int = 2, axis=None, keepdims: bool = False) -> NDArray:
-        """The L2 norm (L1 with ``ord=1``) over ``axis`` (all elements by default, the result then
-        of shape (1,)); integer and float16 arrays are summed in float32 (:func:`mxkv.nd.norm`).
-
-        Raises
-        ------
-        MXNetValueError
-            ``ord`` other than 1 or 2.
-        """
-        return _provided("norm")(self, ord=ord, axis=axis, keepdims=keepdims)
-
-    def sqrt(self) -> NDArray:
-        """A new array of the elementwise square roots, in this array's dtype."""
-        return _provided("sqrt")(self)
-
-    def square(self) -> NDArray:
-        """A new array of the elementwise squares."""
-        return _provided("square")(self)
-
-    def abs(self) -> NDArray:
-        """A new array of the elementwise absolute values."""
-        return _provided("abs")(self)
-
-    def sign(self) -> NDArray:
-        """A new array of the elementwise signs: -1, 0 or 1."""
-        return _provided("sign")(self)
-
-    def clip(self, a_min: float, a_max: float) -> NDArray:
-        """A new array with the values clipped into ``[a_min, a_max]``.
-
-        Raises
-        ------
-        MXNetError
-            A bound that is not a number.
-        MXNetValueError
-            ``a_min`` greater than ``a_max``.
-        """
-        return _provided("clip")(self, a_min, a_max)
+    # The operators' methods (sum, max, exp, transpose, topk...) are set on this class by
+    # the operator table (optable/frontend.py install_methods) when mxkv.ndarray loads.
 
 
 def _fit(src: Any, dst: Any, idx: Any) -> Any:
