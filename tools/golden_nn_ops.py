@@ -9,7 +9,8 @@ fixed across versions), ``{"values": [...], "dtype": d}`` an explicit array.
 Outputs are stored as raw little-endian bytes (base64), one per output (a
 list for BatchNorm/LayerNorm/GroupNorm with ``output_mean_var``), or the last
 line of MXNet's error for the bad-shape cases (``*_bad_*``), which mxkv must
-refuse too.
+refuse too. ``random`` holds calls of ``mx.nd.random.*``, ``random_*`` and
+``sample_*`` with what is fixed: the output's shape and dtype, or MXNet's error.
 
 Replayed through ``mx.nd`` by ``tests/test_nn_ops_golden.py``.
 
@@ -229,6 +230,92 @@ def _seq_cases():
              use_sequence_length=True, **extra)
 
 
+# Random calls: only what is fixed is recorded (shape, dtype, or MXNet's error).
+# name, function path under mx.nd, positional args ({"nd": [...]} an array), kwargs
+P2 = {"nd": [[0.5, 1.0], [2.0, 3.0]]}
+RANDOM = [
+    ("uniform_scalar_default_shape", "random.uniform", [], {}),
+    ("uniform_shape", "random.uniform", [-1, 2], {"shape": (2, 3)}),
+    ("uniform_float64", "random.uniform", [0, 1], {"shape": (4,), "dtype": "float64"}),
+    ("uniform_float16", "random.uniform", [0, 1], {"shape": (4,), "dtype": "float16"}),
+    ("uniform_int_dtype_fails", "random.uniform", [0, 1], {"shape": (4,), "dtype": "int32"}),
+    ("uniform_low_above_high_fails", "random.uniform", [2, 1], {"shape": (2,)}),
+    ("uniform_arrays", "random.uniform", [P2, P2], {"shape": (3,)}),
+    ("uniform_arrays_no_shape", "random.uniform", [P2, P2], {}),
+    ("uniform_mixed_types_fails", "random.uniform", [P2, 1], {}),
+    ("normal_shape", "random.normal", [0, 1], {"shape": (5,)}),
+    ("normal_bad_scale_fails", "random.normal", [0, -1], {"shape": (2,)}),
+    ("normal_arrays", "random.normal", [P2, P2], {"shape": (2, 2)}),
+    ("randn", "random.randn", [2, 3], {}),
+    ("gamma_shape", "random.gamma", [2, 3], {"shape": (4,)}),
+    ("gamma_bad_alpha_fails", "random.gamma", [0, 1], {"shape": (2,)}),
+    ("gamma_arrays_f16", "random.gamma", [P2, P2], {"shape": (2,), "dtype": "float16"}),
+    ("exponential", "random.exponential", [2.0], {"shape": (3,)}),
+    ("exponential_bad_scale_fails", "random.exponential", [-1.0], {"shape": (3,)}),
+    ("exponential_arrays", "random.exponential", [P2], {"shape": (2,)}),
+    ("poisson", "random.poisson", [3.0], {"shape": (3,)}),
+    ("poisson_bad_lam_fails", "random.poisson", [-1.0], {"shape": (3,)}),
+    ("negative_binomial", "random.negative_binomial", [3, 0.4], {"shape": (3,)}),
+    ("generalized_negative_binomial", "random.generalized_negative_binomial", [2.0, 0.5],
+     {"shape": (3,)}),
+    ("gnb_bad_mu_fails", "random.generalized_negative_binomial", [-1.0, 0.5],
+     {"shape": (3,)}),
+    ("randint", "random.randint", [0, 5], {"shape": (2, 3)}),
+    ("randint_int64", "random.randint", [-5, 5], {"shape": (3,), "dtype": "int64"}),
+    ("randint_high_below_low_fails", "random.randint", [5, 3], {"shape": (2,)}),
+    ("randint_float_dtype_fails", "random.randint", [0, 5], {"shape": (2,), "dtype": "float32"}),
+    ("multinomial", "random.multinomial", [{"nd": [[0.1, 0.9], [0.5, 0.5]]}], {}),
+    ("multinomial_shape", "random.multinomial", [{"nd": [[0.1, 0.9], [0.5, 0.5]]}],
+     {"shape": (3,)}),
+    ("multinomial_float32", "random.multinomial", [{"nd": [0.2, 0.8]}],
+     {"shape": (4,), "dtype": "float32"}),
+    ("multinomial_int64_fails", "random.multinomial", [{"nd": [0.2, 0.8]}],
+     {"dtype": "int64"}),
+    ("shuffle", "random.shuffle", [{"nd": [[1, 2], [3, 4], [5, 6]]}], {}),
+    ("random_uniform_op", "random_uniform", [], {"low": 0, "high": 2, "shape": (2, 2)}),
+    ("random_normal_op", "random_normal", [], {"shape": (3,), "dtype": "float64"}),
+    ("random_gamma_op", "random_gamma", [], {"alpha": 2.0, "shape": (3,)}),
+    ("random_exponential_op", "random_exponential", [], {"lam": 2.0, "shape": (3,)}),
+    ("random_poisson_op", "random_poisson", [], {"lam": 2.0, "shape": (3,)}),
+    ("random_negative_binomial_op", "random_negative_binomial", [],
+     {"k": 2, "p": 0.5, "shape": (3,)}),
+    ("random_generalized_negative_binomial_op", "random_generalized_negative_binomial", [],
+     {"mu": 2.0, "alpha": 0.3, "shape": (3,)}),
+    ("random_randint_op", "random_randint", [], {"low": 0, "high": 9, "shape": (3,)}),
+    ("sample_uniform_op", "sample_uniform", [P2, P2], {"shape": (2,)}),
+    ("sample_normal_op", "sample_normal", [P2, P2], {}),
+    ("sample_gamma_op", "sample_gamma", [P2, P2], {"shape": (2,), "dtype": "float64"}),
+    ("sample_exponential_op", "sample_exponential", [P2], {"shape": (3,)}),
+    ("sample_poisson_op", "sample_poisson", [P2], {"shape": (3,)}),
+    ("sample_negative_binomial_op", "sample_negative_binomial",
+     [{"nd": [1.0, 3.0]}, {"nd": [0.3, 0.6]}], {"shape": (2,)}),
+    ("sample_generalized_negative_binomial_op", "sample_generalized_negative_binomial",
+     [P2, P2], {"shape": (2,)}),
+    ("sample_multinomial_op", "sample_multinomial", [{"nd": [[0.1, 0.9], [0.5, 0.5]]}],
+     {"shape": (2,)}),
+    ("sample_normal_shape_mismatch_fails", "sample_normal", [P2, {"nd": [1.0, 2.0]}], {}),
+]
+
+
+def _arg(a):
+    return mx.nd.array(a["nd"]) if isinstance(a, dict) else a
+
+
+def run_random(name, path, args, kwargs):
+    fn = mx.nd
+    for part in path.split("."):
+        fn = getattr(fn, part)
+    try:
+        out = fn(*[_arg(a) for a in args], **kwargs)
+        out.wait_to_read()
+        result = {"shape": list(out.shape), "dtype": np.dtype(out.dtype).name}
+    except (mx.base.MXNetError, AssertionError, ValueError) as exc:
+        result = {"error": _error(exc)}
+    return {"name": name, "fn": path, "args": args,
+            "kwargs": {k: list(x) if isinstance(x, tuple) else x for k, x in kwargs.items()},
+            "mxnet": result}
+
+
 def _encode(arr) -> dict:
     a = np.ascontiguousarray(arr.asnumpy())
     return {"shape": list(a.shape), "dtype": a.dtype.name,
@@ -247,7 +334,10 @@ def run(name, op, inputs, params):
         outs = out if isinstance(out, list) else [out]
         for o in outs:
             o.wait_to_read()
-        result = {"outputs": [_encode(o) for o in outs], "list": isinstance(out, list)}
+        # rrelu's second output (its slopes) is left unwritten outside training
+        unset = 1 if params.get("act_type") == "rrelu" else 0
+        result = {"outputs": [_encode(o) for o in outs[:len(outs) - unset]],
+                  "list": isinstance(out, list), "unset_outputs": unset}
     except mx.base.MXNetError as exc:
         result = {"error": _error(exc)}
     return {"name": name, "op": op, "inputs": inputs,
@@ -260,12 +350,13 @@ def main() -> None:
         build()
     out = sys.argv[1] if len(sys.argv) > 1 else DEFAULT_OUT
     doc = {"generator": "tools/golden_nn_ops.py", "mxnet": mx.__version__,
-           "cases": [run(*c) for c in CASES]}
+           "cases": [run(*c) for c in CASES], "random": [run_random(*c) for c in RANDOM]}
     with gzip.open(out, "wt") as f:
         json.dump(doc, f, separators=(",", ":"), sort_keys=True)
     errors = sum("error" in c["mxnet"] for c in doc["cases"])
     print(f"wrote {len(doc['cases'])} cases ({errors} recorded errors) of "
-          f"{len({c['op'] for c in doc['cases']})} operators to {out}")
+          f"{len({c['op'] for c in doc['cases']})} operators and {len(doc['random'])} random "
+          f"calls to {out}")
 
 
 if __name__ == "__main__":

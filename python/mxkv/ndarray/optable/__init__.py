@@ -61,7 +61,8 @@ from .frontend import functions, install_methods, make_function
 from .registry import REQUIRED, OpDef, Param, get, iter_ops, lookup, op, register
 
 #: The family modules, imported in this order (each registers its operators).
-FAMILIES = ("unary", "binary", "reduce", "shape")
+FAMILIES = ("unary", "binary", "reduce", "shape", "nn_conv", "nn_dense", "nn_norm", "nn_seq",
+            "random")
 
 for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")

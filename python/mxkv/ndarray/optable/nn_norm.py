@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._util import MXNetValueError
+from .._util import MXNetValueError
+from ._layer import params, register_layer
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "l2_normalization", "layer_norm", "lrn"]
 
@@ -163,7 +164,7 @@ def lrn(xp: Any, data: Any, *, alpha: float = 1e-4, beta: float = 0.75, knorm: f
                               f"{tuple(data.shape)}")
     n = int(nsize)
     if n <= 0 or n % 2 == 0:
-        raise MXNetValueError(f"LRN: nsize must be a positive odd number, got {n}")
+        raise MXNetValueError(f"LRN only supports odd values for local_size, got nsize={n}")
     x = _work(xp, data)
     sq = xp.square(x)
     half = n // 2
@@ -174,3 +175,55 @@ def lrn(xp: Any, data: Any, *, alpha: float = 1e-4, beta: float = 0.75, knorm: f
         acc += padded[:, i:i + c]
     res = x * (knorm + (alpha / n) * acc) ** (-beta)
     return res.astype(data.dtype)
+
+
+register_layer(
+    "BatchNorm", ("data", "gamma", "beta", "moving_mean", "moving_var"), params(
+        ("eps", "double", 0.0010000000474974513), ("momentum", "float", 0.899999976),
+        ("fix_gamma", "boolean", True), ("use_global_stats", "boolean", False),
+        ("output_mean_var", "boolean", False), ("axis", "int", 1),
+        ("cudnn_off", "boolean", False), ("min_calib_range", "float or None", None),
+        ("max_calib_range", "float or None", None)),
+    batch_norm,
+    doc="Batch normalization over every axis but axis, with the moving statistics "
+        "(an imperative call outside a training scope); output_mean_var adds the mean "
+        "and the inverse std.",
+    differences="always the inference form (mxkv has no autograd training scope): "
+                "the moving statistics normalize, and are never updated, as MXNet's "
+                "imperative call outside autograd.record; gamma's shape is checked "
+                "(MXNet 1.9.1 accepts any).")
+
+register_layer(
+    "LayerNorm", ("data", "gamma", "beta"), params(
+        ("axis", "int", -1), ("eps", "float", 9.99999975e-06),
+        ("output_mean_var", "boolean", False)),
+    layer_norm,
+    doc="Normalization along axis; output_mean_var adds the mean and the std.")
+
+register_layer(
+    "GroupNorm", ("data", "gamma", "beta"), params(
+        ("num_groups", "int", 1), ("eps", "float", 9.99999975e-06),
+        ("output_mean_var", "boolean", False)),
+    group_norm,
+    doc="Normalization of each channel group; gamma and beta per group.")
+
+register_layer(
+    "InstanceNorm", ("data", "gamma", "beta"), params(("eps", "float", 0.00100000005)),
+    instance_norm,
+    doc="Normalization of each (sample, channel) over the spatial axes.",
+    differences="float64 is computed (MXNet's CPU kernel takes float32 only).")
+
+register_layer(
+    "L2Normalization", ("data",), params(
+        ("eps", "float", 1.00000001e-10),
+        ("mode", "{'channel', 'instance', 'spatial'}", "instance")),
+    l2_normalization,
+    doc="data / sqrt(sum(data**2) + eps) per instance, channel or spatial position.")
+
+register_layer(
+    "LRN", ("data",), params(
+        ("alpha", "float", 9.99999975e-05), ("beta", "float", 0.75), ("knorm", "float", 2.0),
+        ("nsize", "int (non-negative)")),
+    lrn,
+    doc="Local response normalization across nsize neighbouring channels.",
+    differences="float64 is computed (MXNet's CPU kernel takes float32 only).")

@@ -11,9 +11,12 @@ from __future__ import annotations
 import itertools
 from typing import Any, Sequence
 
-from ._util import MXNetValueError
+from .._util import MXNetValueError
+from ._layer import params, register_layer
 
-__all__ = ["convolution", "deconvolution", "pooling", "spatial_params"]
+__all__ = ["convolution", "deconv_pad_adj", "deconvolution", "pooling", "spatial_params"]
+
+_COLS_BYTES = 32 << 20  # the im2col buffer Convolution fills per batch slice
 
 
 def spatial_params(op: str, data_shape: tuple, kernel: Sequence[int], stride: Sequence[int],
@@ -101,10 +104,15 @@ def convolution(xp: Any, data: Any, weight: Any, bias: Any = None, *, kernel: Se
     g, f = _check_weights("Convolution", data, weight, bias, k, num_filter, num_group, no_bias)
     out = tuple(_conv_out("Convolution", data.shape[2 + i], k[i], s[i], d[i], p[i])
                 for i in range(len(k)))
-    cols = _taps(xp, _pad_spatial(xp, data, p), k, s, d, out)       # (N, C, K, L)
-    cols = cols.reshape(n, g, (c // g) * _prod(k), _prod(out))      # (N, G, Cg*K, L)
     w = weight.reshape(g, f // g, -1)                               # (G, Fg, Cg*K)
-    res = xp.matmul(w[None], cols).reshape((n, f) + out)
+    res = xp.empty((n, f) + out, dtype=data.dtype)
+    # A few samples at a time: the columns (K times the input) stay near the cache.
+    step = max(1, _COLS_BYTES // max(1, c * _prod(k) * _prod(out) * data.dtype.itemsize))
+    for b in range(0, n, step):
+        x = _pad_spatial(xp, data[b:b + step], p)
+        cols = _taps(xp, x, k, s, d, out)                           # (n, C, K, L)
+        cols = cols.reshape(x.shape[0], g, (c // g) * _prod(k), _prod(out))
+        res[b:b + step] = xp.matmul(w[None], cols).reshape((x.shape[0], f) + out)
     if not no_bias:
         res += bias.reshape((1, f) + (1,) * len(k))
     return res
@@ -255,3 +263,60 @@ def _window_counts(xp: Any, ins: tuple, k: tuple, s: tuple, p: tuple, out: tuple
         c = c.reshape((-1,) + (1,) * (len(k) - 1 - i))
         counts = c if counts is None else counts * c
     return counts
+
+
+_CONV_COMMON = (
+    ("kernel", "Shape(tuple)"),
+    ("stride", "Shape(tuple)", ()),
+    ("dilate", "Shape(tuple)", ()),
+    ("pad", "Shape(tuple)", ()))
+_CONV_BACKEND = (
+    ("cudnn_tune", "{None, 'fastest', 'limited_workspace', 'off'}", None),
+    ("cudnn_off", "boolean", False),
+    ("layout", "{None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC'}", None))
+
+register_layer(
+    "Convolution", ("data", "weight", "bias"), params(
+        *_CONV_COMMON,
+        ("num_filter", "int (non-negative)"),
+        ("num_group", "int (non-negative)", 1),
+        ("workspace", "long (non-negative)", 1024),
+        ("no_bias", "boolean", False),
+        *_CONV_BACKEND),
+    convolution, optional=("bias",),
+    doc="Convolution over 1-D, 2-D or 3-D data (NCW, NCHW, NCDHW): im2col and a "
+        "batched matmul per group.",
+    differences="channels-first layouts only (MXNet's CPU kernels too); float16 computes "
+                "in float16 matmuls.")
+
+register_layer(
+    "Deconvolution", ("data", "weight", "bias"), params(
+        *_CONV_COMMON,
+        ("adj", "Shape(tuple)", ()),
+        ("target_shape", "Shape(tuple)", ()),
+        ("num_filter", "int (non-negative)"),
+        ("num_group", "int (non-negative)", 1),
+        ("workspace", "long (non-negative)", 512),
+        ("no_bias", "boolean", True),
+        *_CONV_BACKEND),
+    deconvolution, optional=("bias",),
+    doc="Transposed convolution (1-D, 2-D, 3-D): a matmul per group, then col2im.",
+    differences="dilation and 3-D float64 are computed (MXNet's CPU kernel refuses "
+                "them).")
+
+register_layer(
+    "Pooling", ("data",), params(
+        ("kernel", "Shape(tuple)", ()),
+        ("pool_type", "{'avg', 'lp', 'max', 'sum'}", "max"),
+        ("global_pool", "boolean", False),
+        ("cudnn_off", "boolean", False),
+        ("pooling_convention", "{'full', 'same', 'valid'}", "valid"),
+        ("stride", "Shape(tuple)", ()),
+        ("pad", "Shape(tuple)", ()),
+        ("p_value", "int or None", None),
+        ("count_include_pad", "boolean or None", None),
+        ("layout", "{None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC', 'NWC'}", None)),
+    pooling,
+    doc="Max, average, sum or Lp pooling over the spatial axes (1-D, 2-D, 3-D).",
+    differences="pooling_convention 'same' computes ceil(size/stride) outputs for any "
+                "rank (MXNet 1.9.1 fails on it); integer data is pooled (MXNet refuses).")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ._util import MXNetValueError
+from .._util import MXNetValueError
+from ._layer import params, register_layer
 from .nn_conv import deconvolution
 
 __all__ = ["pad", "sequence_last", "sequence_mask", "sequence_reverse", "upsampling"]
@@ -157,3 +158,41 @@ def sequence_reverse(xp: Any, data: Any, sequence_length: Any = None, *,
     lens = lens.reshape(1, -1)
     src = xp.where(steps < lens, lens - 1 - steps, steps)      # (T, batch)
     return data[src, xp.arange(data.shape[1]).reshape(1, -1)]
+
+
+register_layer(
+    "UpSampling", ("*data",), params(
+        ("scale", "int"), ("num_filter", "int", 0),
+        ("sample_type", "{'bilinear', 'nearest'}"),
+        ("multi_input_mode", "{'concat', 'sum'}", "concat"), ("num_args", "int"),
+        ("workspace", "long (non-negative)", 512)),
+    upsampling,
+    doc="Nearest-neighbour upsampling of one or more inputs (concatenated or summed), or "
+        "bilinear (data and weight, a grouped Deconvolution).")
+
+register_layer(
+    "Pad", ("data",), params(
+        ("mode", "{'constant', 'edge', 'reflect'}"), ("pad_width", "Shape(tuple)"),
+        ("constant_value", "double", 0.0)),
+    pad, methods=("pad",), aliases=("pad",),
+    doc="Pads the spatial axes of 4-D or 5-D data (constant, edge or reflect).")
+
+_SEQ = (("use_sequence_length", "boolean", False),)
+
+register_layer(
+    "SequenceMask", ("data", "sequence_length"), params(
+        *_SEQ, ("value", "float", 0.0), ("axis", "int", 0)),
+    sequence_mask, optional=("sequence_length",),
+    doc="Sets the steps past each sequence's length to value.")
+
+register_layer(
+    "SequenceLast", ("data", "sequence_length"), params(*_SEQ, ("axis", "int", 0)),
+    sequence_last, optional=("sequence_length",),
+    doc="Each sequence's last step.",
+    differences="a length beyond the sequence axis is clipped to it (MXNet reads past "
+                "the array).")
+
+register_layer(
+    "SequenceReverse", ("data", "sequence_length"), params(*_SEQ, ("axis", "int", 0)),
+    sequence_reverse, optional=("sequence_length",),
+    doc="Reverses the first length steps of each sequence (axis 0).")

@@ -15,7 +15,9 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from ._util import MXNetValueError
+from .._util import MXNetValueError
+from ._layer import params, register_layer
+from .unary import _MATH
 
 __all__ = ["ACT_TYPES", "LEAKY_TYPES", "activation", "dropout", "embedding",
            "fully_connected", "leaky_relu", "log_softmax", "softmax", "softmax_activation",
@@ -82,26 +84,13 @@ def activation(xp: Any, data: Any, *, act_type: str) -> Any:
     raise MXNetValueError(f"Activation: act_type {act_type!r} is not one of {ACT_TYPES}")
 
 
-def _erf(xp: Any, x: Any) -> Any:
-    try:
-        from scipy.special import erf  # numpy has no erf; CuPy has cupyx.scipy
-        if xp.__name__ == "numpy":
-            return erf(x)
-    except ImportError:
-        pass
-    if xp.__name__ != "numpy":
-        import cupyx.scipy.special as cs
-        return cs.erf(x)
-    vec = xp.vectorize(math.erf, otypes=[x.dtype])
-    return vec(x)
-
-
 def leaky_relu(xp: Any, data: Any, gamma: Any = None, *, act_type: str = "leaky",
                slope: float = 0.25, lower_bound: float = 0.125, upper_bound: float = 0.334,
                training: bool = False) -> Any:
     """MXNet's LeakyReLU family. ``prelu`` takes ``gamma`` per channel (axis 1);
     ``rrelu`` draws each slope from U[lower, upper) when ``training``, else uses
-    their mean."""
+    their mean; it returns (result, slopes), the slopes 0 outside training, as
+    MXNet's imperative call."""
     dt = data.dtype
     if act_type == "leaky":
         return xp.where(data > 0, data, data * dt.type(slope))
@@ -111,7 +100,7 @@ def leaky_relu(xp: Any, data: Any, gamma: Any = None, *, act_type: str = "leaky"
         neg = _SELU_ALPHA * xp.expm1(data)
         return (_SELU_LAMBDA * xp.where(data > 0, data, neg)).astype(dt)
     if act_type == "gelu":
-        return (0.5 * data * (1 + _erf(xp, data / math.sqrt(2.0)))).astype(dt)
+        return (0.5 * data * (1 + _MATH["erf"](xp, data / math.sqrt(2.0)))).astype(dt)
     if act_type == "prelu":
         if gamma is None:
             raise MXNetValueError("LeakyReLU: act_type 'prelu' needs the gamma input")
@@ -121,12 +110,12 @@ def leaky_relu(xp: Any, data: Any, gamma: Any = None, *, act_type: str = "leaky"
                                   f"expected ({c},) or (1,) for data {tuple(data.shape)}")
         g = gamma.reshape((1, -1) + (1,) * (data.ndim - 2)) if data.ndim > 1 else gamma
         return xp.where(data > 0, data, data * g).astype(dt)
-    if act_type == "rrelu":
+    if act_type == "rrelu":  # (two outputs, as MXNet: the result and the drawn slopes)
         if training:
             s = xp.random.uniform(lower_bound, upper_bound, size=data.shape).astype(dt)
-        else:
-            s = dt.type((lower_bound + upper_bound) / 2)
-        return xp.where(data > 0, data, data * s).astype(dt)
+            return xp.where(data > 0, data, data * s).astype(dt), s
+        s = dt.type((lower_bound + upper_bound) / 2)
+        return xp.where(data > 0, data, data * s).astype(dt), xp.zeros_like(data)
     raise MXNetValueError(f"LeakyReLU: act_type {act_type!r} is not one of {LEAKY_TYPES}")
 
 
@@ -225,3 +214,70 @@ def softmax_activation(xp: Any, data: Any, *, mode: str = "instance") -> Any:
                                   f"dimensions, got shape {tuple(data.shape)}")
         return softmax(xp, data, axis=1)
     raise MXNetValueError(f"SoftmaxActivation: mode {mode!r} is not 'instance' or 'channel'")
+
+
+register_layer(
+    "FullyConnected", ("data", "weight", "bias"), params(
+        ("num_hidden", "int"), ("no_bias", "boolean", False), ("flatten", "boolean", True)),
+    fully_connected, optional=("bias",),
+    doc="data @ weight.T + bias (data flattened to 2-D unless flatten=False).",
+    differences="float16 is computed (MXNet's CPU kernel refuses it).")
+
+register_layer(
+    "Embedding", ("data", "weight"), params(
+        ("input_dim", "int"), ("output_dim", "int"),
+        ("dtype", "{'bfloat16', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', "
+                  "'uint8'}", "float32"),
+        ("sparse_grad", "boolean", False)),
+    embedding,
+    doc="Rows of weight picked by the indices in data (clipped to [0, input_dim)).")
+
+register_layer(
+    "Activation", ("data",), params(
+        ("act_type", "{'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}")),
+    activation, doc="Elementwise relu, sigmoid, tanh, softrelu or softsign.")
+
+register_layer(
+    "LeakyReLU", ("data", "gamma"), params(
+        ("act_type", "{'elu', 'gelu', 'leaky', 'prelu', 'rrelu', 'selu'}", "leaky"),
+        ("slope", "float", 0.25), ("lower_bound", "float", 0.125),
+        ("upper_bound", "float", 0.333999991)),
+    leaky_relu, optional=("gamma",),
+    doc="Leaky ReLU and its kin: leaky, elu, selu, gelu, prelu (gamma per channel), rrelu.",
+    differences="rrelu uses the mean slope (MXNet's imperative call outside a training "
+                "scope; mxkv has no autograd); float64 is computed in float64 (MXNet "
+                "rounds the slope and gelu to float32: results differ by ~1e-7).")
+
+register_layer(
+    "Dropout", ("data",), params(
+        ("p", "float", 0.5), ("mode", "{'always', 'training'}", "training"),
+        ("axes", "Shape(tuple)", ()), ("cudnn_off", "boolean or None", False)),
+    dropout,
+    doc="Zeroes elements with probability p and scales the rest by 1/(1-p) in "
+        "mode='always'; mode='training' is the identity (no training scope).",
+    differences="the mask comes from numpy's/CuPy's generator (mx.random.seed), not "
+                "MXNet's stream: same distribution, other values.")
+
+_SOFTMAX = (("axis", "int", -1), ("temperature", "double or None", None),
+            ("dtype", "{None, 'float16', 'float32', 'float64'}", None),
+            ("use_length", "boolean or None", False))
+
+register_layer(
+    "softmax", ("data", "length"), params(*_SOFTMAX), softmax, optional=("length",),
+    methods=("softmax",),
+    doc="exp(x/T) normalized along axis; with use_length only the first length entries.",
+    differences="dtype=None given explicitly means the input's dtype (MXNet 1.9.1 then "
+                "returns float64).")
+
+register_layer(
+    "log_softmax", ("data",), params(*_SOFTMAX), log_softmax, methods=("log_softmax",),
+    doc="log(softmax(x/T)) along axis.")
+
+register_layer(
+    "softmin", ("data",), params(*_SOFTMAX), softmin, methods=("softmin",),
+    doc="softmax of -x/T along axis.")
+
+register_layer(
+    "SoftmaxActivation", ("data",), params(("mode", "{'channel', 'instance'}", "instance")),
+    softmax_activation,
+    doc="Softmax over the last axis (instance) or axis 1 (channel).")
