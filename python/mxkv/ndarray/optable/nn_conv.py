@@ -4,7 +4,9 @@ Plain functions over an array module ``xp`` (numpy or cupy) and its arrays,
 registered as operators in the operator table. Layout is MXNet's default,
 channels first (NCW, NCHW, NCDHW). Convolution is im2col, one strided slice
 per kernel tap, then one batched matmul per group (BLAS on numpy, cuBLAS on
-CuPy); Deconvolution is the transpose: a matmul, then col2im by strided adds.
+CuPy), or at stride 1 one matmul of every tap's filters with the padded input
+and shifted adds (no im2col copy); Deconvolution is the transpose: a matmul,
+then col2im by strided adds.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from ._layer import params, register_layer
 __all__ = ["convolution", "deconv_pad_adj", "deconvolution", "pooling", "spatial_params"]
 
 _COLS_BYTES = 32 << 20  # the im2col buffer Convolution fills per batch slice
+_SHIFT_BYTES = 128 << 20  # the per-tap products a stride-1 Convolution holds per slice
 
 
 def spatial_params(op: str, data_shape: tuple, kernel: Sequence[int], stride: Sequence[int],
@@ -94,6 +97,50 @@ def _check_weights(op: str, data: Any, weight: Any, bias: Any, k: tuple, num_fil
     return g, f
 
 
+def _conv_shifted(xp: Any, data: Any, weight: Any, res: Any, k: tuple, d: tuple, p: tuple,
+                  g: int) -> None:
+    """Stride-1 convolution into ``res`` without an im2col copy: a slice of samples
+    padded and laid out channel-first, (C, samples*positions); one matmul of every
+    tap's filters with it, (T*F, C) @ (C, samples*positions), then each tap's rows
+    added at that tap's offset in the flattened positions (the positions past a
+    row's end are computed and dropped). Few large BLAS calls: many small ones
+    lose to thread start-up in OpenBLAS."""
+    n, c = data.shape[:2]
+    f = weight.shape[0]
+    nd = len(k)
+    taps = _prod(k)
+    padded = tuple(data.shape[2 + i] + 2 * p[i] for i in range(nd))
+    out = res.shape[2:]
+    row = [_prod(padded[i + 1:]) for i in range(nd)]
+    offs = [sum(idx[i] * d[i] * row[i] for i in range(nd))
+            for idx in itertools.product(*map(range, k))]
+    fg, cg = f // g, c // g
+    # (G, T*Fg, Cg): tap-major rows per group
+    w = weight.reshape(g, fg, cg, taps).transpose(0, 3, 1, 2).reshape(g, taps * fg, cg)
+    per = _prod(padded)
+    inner = (slice(None), slice(None)) + tuple(slice(q, q + data.shape[2 + i])
+                                               for i, q in enumerate(p))
+    step = max(1, _SHIFT_BYTES // max(1, taps * f * per * data.dtype.itemsize))
+    for b in range(0, n, step):
+        m = min(step, n - b)
+        x = xp.zeros((c, m) + padded, dtype=data.dtype)
+        x[inner] = data[b:b + m].swapaxes(0, 1)
+        if g == 1:  # (a 2-D matmul: one BLAS call)
+            y = xp.matmul(w[0], x.reshape(c, m * per))
+        else:
+            y = xp.matmul(w, x.reshape(g, cg, m * per))
+        y = y.reshape(g, taps, fg, m * per)
+        length = m * per - max(offs)
+        acc = xp.empty((g, fg, m * per), dtype=y.dtype)
+        acc[:, :, length:] = 0
+        xp.copyto(acc[:, :, :length], y[:, 0, :, offs[0]:offs[0] + length])
+        for t in range(1, taps):
+            acc[:, :, :length] += y[:, t, :, offs[t]:offs[t] + length]
+        full = acc.reshape((f, m) + padded)
+        res[b:b + m] = full[(slice(None), slice(None))
+                            + tuple(slice(0, o) for o in out)].swapaxes(0, 1)
+
+
 def convolution(xp: Any, data: Any, weight: Any, bias: Any = None, *, kernel: Sequence[int],
                 stride: Sequence[int] = (), dilate: Sequence[int] = (),
                 pad: Sequence[int] = (), num_filter: int, num_group: int = 1,
@@ -104,15 +151,18 @@ def convolution(xp: Any, data: Any, weight: Any, bias: Any = None, *, kernel: Se
     g, f = _check_weights("Convolution", data, weight, bias, k, num_filter, num_group, no_bias)
     out = tuple(_conv_out("Convolution", data.shape[2 + i], k[i], s[i], d[i], p[i])
                 for i in range(len(k)))
-    w = weight.reshape(g, f // g, -1)                               # (G, Fg, Cg*K)
     res = xp.empty((n, f) + out, dtype=data.dtype)
-    # A few samples at a time: the columns (K times the input) stay near the cache.
-    step = max(1, _COLS_BYTES // max(1, c * _prod(k) * _prod(out) * data.dtype.itemsize))
-    for b in range(0, n, step):
-        x = _pad_spatial(xp, data[b:b + step], p)
-        cols = _taps(xp, x, k, s, d, out)                           # (n, C, K, L)
-        cols = cols.reshape(x.shape[0], g, (c // g) * _prod(k), _prod(out))
-        res[b:b + step] = xp.matmul(w[None], cols).reshape((x.shape[0], f) + out)
+    if all(v == 1 for v in s):
+        _conv_shifted(xp, data, weight, res, k, d, p, g)
+    else:
+        w = weight.reshape(g, f // g, -1)                           # (G, Fg, Cg*K)
+        # A few samples at a time: the columns (K times the input) stay near the cache.
+        step = max(1, _COLS_BYTES // max(1, c * _prod(k) * _prod(out) * data.dtype.itemsize))
+        for b in range(0, n, step):
+            x = _pad_spatial(xp, data[b:b + step], p)
+            cols = _taps(xp, x, k, s, d, out)                       # (n, C, K, L)
+            cols = cols.reshape(x.shape[0], g, (c // g) * _prod(k), _prod(out))
+            res[b:b + step] = xp.matmul(w[None], cols).reshape((x.shape[0], f) + out)
     if not no_bias:
         res += bias.reshape((1, f) + (1,) * len(k))
     return res
