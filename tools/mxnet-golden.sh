@@ -8,6 +8,8 @@
 #   tests/golden/clj_ops.json         tools/golden_clj_ops.py (a training step's operators)
 #   tests/golden/differential.json.gz tools/differential.py golden (60 seeds x 200 calls)
 #   tests/golden/nn_ops.json.gz       tools/golden_nn_ops.py  (the layer operators)
+#   tests/golden/ops.json.gz          tools/golden_ops.py     (every table operator's cases)
+#   tests/golden/op_surface.json      tools/golden_op_surface.py (mx.nd's names, parameters)
 # Arguments are passed on to tools/mxnet_golden.py, e.g.
 #   bash tools/mxnet-golden.sh --only 'push_sum_three_devices[local]'
 # (with --only nothing is written, and the other generators do not run).
@@ -25,3 +27,5 @@ case " $* " in *" --only "*) exit 0 ;; esac
 "$PY" tools/golden_clj_ops.py
 "$PY" tools/golden_nn_ops.py
 "$PY" tools/differential.py golden --seeds 60 --ops 200
+"$PY" tools/golden_ops.py
+"$PY" tools/golden_op_surface.py

@@ -6,7 +6,7 @@ copied or shared.
 """
 from __future__ import annotations
 
-from . import creation, csr, csr_ops, dlpack, io, linalg, ndarray, op, ops, random, sparse
+from . import contrib, creation, csr, csr_ops, dlpack, io, linalg, ndarray, op, ops, random, sparse
 from .creation import arange, array, empty, eye, from_numpy, full, ones, zeros
 from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
 from .io import load, load_frombuffer, save
@@ -21,6 +21,11 @@ from .sparse import RowSparseNDArray, cast_storage, row_sparse_array
 _OPERATORS = _functions("nd")
 globals().update(_OPERATORS)
 _install_methods()
+# mx.nd.random: the table's random operators (namespace 'random') that random.py
+# does not write by hand
+for _name, _fn in _functions("random").items():
+    if not hasattr(random, _name):
+        setattr(random, _name, _fn)
 
 tostype = cast_storage
 
@@ -42,7 +47,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "NDArray", "RowSparseNDArray", "arange", "array", "cast_storage", "concatenate",
-    "creation", "csr", "csr_ops", "dlpack", "empty", "eye", "from_dlpack", "from_numpy",
+    "contrib", "creation", "csr", "csr_ops", "dlpack", "empty", "eye", "from_dlpack", "from_numpy",
     "full", "io", "linalg", "load", "load_frombuffer", "ndarray", "op", "ones", "ops",
     "random", "row_sparse_array", "save", "sparse", "to_dlpack_for_read",
     "to_dlpack_for_write", "tostype", "waitall", "zeros",

@@ -51,21 +51,23 @@ Walking the table (for generators): :func:`iter_ops` yields each
 :class:`OpDef` once (``name``, ``aliases``, ``inputs``, ``params`` as
 :class:`Param` (``name``, ``type``, ``default``/``required``), ``namespace``,
 ``methods``, ``doc``, ``differences``); :func:`functions` gives the generated
-Python functions by name; :func:`get` one OpDef by name or alias.
+Python functions by name; :func:`get` one OpDef by name or alias;
+:func:`clojure_name` clojure-mxnet's name of an operator.
 """
 from __future__ import annotations
 
 import importlib
 
 from .frontend import functions, install_methods, make_function
-from .registry import REQUIRED, OpDef, Param, get, iter_ops, lookup, op, register
+from .registry import REQUIRED, OpDef, Param, clojure_name, get, iter_ops, lookup, op, register
 
 #: The family modules, imported in this order (each registers its operators).
-FAMILIES = ("unary", "binary", "reduce", "shape", "nn_conv", "nn_dense", "nn_norm", "nn_seq",
-            "random")
+FAMILIES = ("unary", "binary", "reduce", "shape", "indexing", "linalg", "misc", "nn_conv",
+            "nn_dense", "nn_norm", "nn_seq", "random")
 
 for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")
 
-__all__ = ["FAMILIES", "REQUIRED", "OpDef", "Param", "functions", "get", "install_methods",
+__all__ = ["FAMILIES", "REQUIRED", "OpDef", "Param", "clojure_name", "functions", "get",
+           "install_methods",
            "iter_ops", "lookup", "make_function", "op", "register"]

@@ -60,35 +60,23 @@ _KERNELS: dict = {
 }
 
 
-def _errstate(fn: Callable[..., Any]) -> Callable[..., Any]:
-    def impl(xp: Any, a: Any, b: Any) -> Any:
-        with np.errstate(all="ignore"):
-            return fn(xp, a, b)
-    return impl
-
-
 def _same_shape(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     def impl(xp: Any, lhs: Any, rhs: Any) -> Any:
         if lhs.shape != rhs.shape:
             raise MXNetValueError(f"{name}: shapes {tuple(lhs.shape)} and {tuple(rhs.shape)} "
                                   "differ (elemwise operators do not broadcast; use "
                                   f"broadcast_{name.split('_', 1)[1]})")
-        with np.errstate(all="ignore"):
-            return fn(xp, lhs, rhs)
+        return fn(xp, lhs, rhs)
     return impl
 
 
 def _broadcast(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     def impl(xp: Any, lhs: Any, rhs: Any) -> Any:
-        if lhs.ndim != rhs.ndim and lhs.ndim and rhs.ndim:
-            pass  # numpy's rule: leading 1s are implied, as MXNet's broadcast
         try:
-            np.broadcast_shapes(lhs.shape, rhs.shape)
+            return fn(xp, lhs, rhs)
         except ValueError:
             raise MXNetValueError(f"{name}: shapes {tuple(lhs.shape)} and {tuple(rhs.shape)} "
                                   "cannot be broadcast together") from None
-        with np.errstate(all="ignore"):
-            return fn(xp, lhs, rhs)
     return impl
 
 

@@ -107,6 +107,7 @@ for _kind, _specs in _RANDOM.items():
            else _FLOAT_DTYPE)
     register(OpDef(
         name=f"random_{_kind}", inputs=(), impl=None, dtype="impl", family="random",
+        aliases=(_kind,) if _kind in ("uniform", "normal") else (),  # (MXNet's old names)
         params=tuple(Param(*s) for s in _specs) + (
             Param("shape", "Shape(tuple)", None), Param("ctx", "string", ""), Param(*_dt)),
         frontend=_random_frontend(_kind, _specs), differences=_DIFF,

@@ -41,28 +41,35 @@ def axes_of(axis: Any, ndim: int, exclude: bool, opname: str) -> Any:
 
 def _reduction(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def impl(xp: Any, data: Any, axis: Any, keepdims: bool, exclude: bool) -> Any:
-        axes = axes_of(axis, data.ndim, exclude, name)
-        if axes == ():
-            return data.copy()
-        with np.errstate(all="ignore"):
-            return fn(xp, data, axes, keepdims)
+        if axis is None or axis == ():  # everything: MXNet's shape (1,), or 1s with keepdims
+            res = fn(xp, data, None, True)
+            res = res if keepdims else res.reshape(1)
+        else:
+            axes = axes_of(axis, data.ndim, exclude, name)
+            if axes == ():
+                return data.copy()
+            res = fn(xp, data, axes, keepdims)
+        return res if res.dtype == data.dtype else res.astype(data.dtype)
     return impl
 
 
 def _acc(a: Any) -> Any:
-    return np.float32 if a.dtype == np.float16 else a.dtype
+    return np.float32 if a.dtype == _F16 else a.dtype
+
+
+_F16 = np.dtype(np.float16)
 
 
 def _empty_max(xp: Any, a: Any, ax: Any, kd: bool, fn: str) -> Any:
     if a.size == 0:
         raise MXNetValueError(f"{fn}: reduction over an empty array")
-    return getattr(xp, fn)(a, axis=ax, keepdims=kd)
+    return getattr(a, fn)(axis=ax, keepdims=kd)
 
 
 _REDUCTIONS = {
-    "sum": (("sum_axis",), lambda xp, a, ax, kd: xp.sum(a, axis=ax, keepdims=kd, dtype=_acc(a))),
-    "mean": ((), lambda xp, a, ax, kd: xp.mean(a, axis=ax, keepdims=kd, dtype=_acc(a))),
-    "prod": ((), lambda xp, a, ax, kd: xp.prod(a, axis=ax, keepdims=kd, dtype=_acc(a))),
+    "sum": (("sum_axis",), lambda xp, a, ax, kd: a.sum(axis=ax, keepdims=kd, dtype=_acc(a))),
+    "mean": ((), lambda xp, a, ax, kd: a.mean(axis=ax, keepdims=kd, dtype=_acc(a))),
+    "prod": ((), lambda xp, a, ax, kd: a.prod(axis=ax, keepdims=kd, dtype=_acc(a))),
     "nansum": ((), lambda xp, a, ax, kd: xp.nansum(a, axis=ax, keepdims=kd, dtype=_acc(a))),
     "nanprod": ((), lambda xp, a, ax, kd: xp.nanprod(a, axis=ax, keepdims=kd, dtype=_acc(a))),
     "max": (("max_axis",), lambda xp, a, ax, kd: _empty_max(xp, a, ax, kd, "max")),
@@ -71,6 +78,9 @@ _REDUCTIONS = {
 for _name, (_aliases, _fn) in _REDUCTIONS.items():
     register(OpDef(name=_name, inputs=("data",), params=(_AXIS, _KEEPDIMS, _EXCLUDE),
                    impl=_reduction(_name, _fn), aliases=_aliases, methods=(_name,),
+                   differences="" if _name in ("max", "min") else
+                   "reducing an axis of a zero-size array gives zeros or ones (MXNet 1.9.1 "
+                   "fails); float32 sums may differ in the last bits (summation order)",
                    doc=f"The {_name} over ``axis`` (all axes by default; the result then has "
                        "shape (1,)), in the input's dtype.", family="reduce"))
 
@@ -98,6 +108,7 @@ register(OpDef(
             Param("out_dtype", "{None, 'float16', 'float32', 'float64', 'int32', 'int64', "
                   "'int8'}", None), Param("keepdims", "boolean", False)),
     impl=_norm, methods=("norm",), dtype="impl",
+    differences="an out_dtype other than the input's gives that dtype (MXNet 1.9.1 fails)",
     doc="The L2 (or L1, ``ord=1``) norm over ``axis`` (all elements by default: shape "
         "(1,)); float16 and integer inputs are summed in float32; the result in ``out_dtype``"
         " (default: the input's).", family="reduce"))

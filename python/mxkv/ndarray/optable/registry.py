@@ -9,6 +9,7 @@ them for other generators (the docs page, the Clojure functions).
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -17,7 +18,18 @@ import numpy as np
 from ...base import MXNetError
 from .._util import MXNetTypeError, MXNetValueError
 
-__all__ = ["REQUIRED", "Param", "OpDef", "register", "op", "iter_ops", "get", "lookup"]
+__all__ = ["REQUIRED", "Param", "OpDef", "register", "op", "iter_ops", "get", "lookup",
+           "clojure_name"]
+
+
+def clojure_name(name: str) -> str:
+    """clojure-mxnet's name for the operator ``name`` (its generator's ``clojure-case``):
+    ``broadcast_add`` -> ``broadcast-add``, ``FullyConnected`` -> ``fully-connected``,
+    ``L2Normalization`` -> ``l2-normalization``, ``_plus`` -> ``-plus``."""
+    s = re.sub(r"(\s+)([A-Z][a-z]+)", r"\1-\2", name)
+    s = re.sub(r"([A-Z]+)([A-Z][a-z]+)", r"\1-\2", s)
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", s)
+    return s.lower().replace("_", "-").replace("/", "div")
 
 
 class _Required:

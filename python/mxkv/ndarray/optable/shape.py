@@ -47,6 +47,8 @@ register(OpDef(
     params=(Param("shape", "Shape(tuple)", ()), Param("reverse", "boolean", False),
             Param("target_shape", "Shape(tuple)", ()), Param("keep_highest", "boolean", False)),
     impl=_reshape, aliases=("reshape",),
+    differences="a shape holding another number of elements is refused (MXNet 1.9.1 returns "
+                "memory past the array)",
     doc="``data`` with a new shape: 0 copies a dim, -1 infers one, -2 copies the rest, "
         "-3 merges two, -4 splits one; ``reverse`` matches from the right. A copy.",
     family="shape"))
@@ -205,6 +207,8 @@ def _stack(xp: Any, data: list, axis: int, num_args: int) -> Any:
 register(OpDef(name="stack", inputs=("*data",),
                params=(Param("axis", "int", 0), Param("num_args", "int")),
                impl=_stack, same_dtype=True,
+               differences="arrays of different shapes are refused (MXNet 1.9.1 stacks arrays "
+                           "of one size and different shapes)",
                doc="The arrays (one shape) stacked along a new axis.", family="shape"))
 
 

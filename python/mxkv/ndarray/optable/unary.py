@@ -28,16 +28,14 @@ def _float_src(xp: Any, a: Any) -> Any:
 
 def _math(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def impl(xp: Any, data: Any) -> Any:
-        with np.errstate(all="ignore"):
-            return fn(xp, _float_src(xp, data))
+        return fn(xp, _float_src(xp, data))
     return impl
 
 
 def _keep(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     """An operator that computes in the input's own dtype (abs, sign, square...)."""
     def impl(xp: Any, data: Any) -> Any:
-        with np.errstate(all="ignore"):
-            return fn(xp, data)
+        return fn(xp, data)
     return impl
 
 
@@ -99,6 +97,12 @@ def _round_half_away(xp: Any, a: Any) -> Any:
     return xp.where(a >= 0, xp.floor(a + 0.5), xp.ceil(a - 0.5)).astype(a.dtype)
 
 
+def _rint(xp: Any, a: Any) -> Any:
+    """MXNet's ``rint``: the nearer integer, the lower one on a tie (-2.5 -> -3)."""
+    f, c = xp.floor(a), xp.ceil(a)
+    return xp.where(a - f <= c - a, f, c)
+
+
 def _sigmoid(xp: Any, a: Any) -> Any:
     return 1 / (1 + xp.exp(-a))
 
@@ -114,7 +118,9 @@ _MATH = {
     "sinh": (lambda xp, a: xp.sinh(a)), "cosh": (lambda xp, a: xp.cosh(a)),
     "tanh": (lambda xp, a: xp.tanh(a)), "arcsinh": (lambda xp, a: xp.arcsinh(a)),
     "arccosh": (lambda xp, a: xp.arccosh(a)), "arctanh": (lambda xp, a: xp.arctanh(a)),
-    "degrees": (lambda xp, a: xp.degrees(a)), "radians": (lambda xp, a: xp.radians(a)),
+    # MXNet's constants are float32 ones, for float64 inputs too
+    "degrees": (lambda xp, a: a * a.dtype.type(np.float32(180) / np.float32(np.pi))),
+    "radians": (lambda xp, a: a * a.dtype.type(np.float32(np.pi / 180))),
     "sqrt": (lambda xp, a: xp.sqrt(a)), "rsqrt": (lambda xp, a: 1 / xp.sqrt(a)),
     "cbrt": (lambda xp, a: xp.cbrt(a)), "rcbrt": (lambda xp, a: 1 / xp.cbrt(a)),
     "reciprocal": (lambda xp, a: 1 / a), "sigmoid": _sigmoid,
@@ -130,7 +136,7 @@ _KEEP = {
     "floor": (lambda xp, a: xp.floor(a) if a.dtype.kind == "f" else a.copy()),
     "trunc": (lambda xp, a: xp.trunc(a) if a.dtype.kind == "f" else a.copy()),
     "fix": (lambda xp, a: xp.fix(a) if a.dtype.kind == "f" else a.copy()),
-    "rint": (lambda xp, a: xp.rint(a) if a.dtype.kind == "f" else a.copy()),
+    "rint": (lambda xp, a: _rint(xp, a) if a.dtype.kind == "f" else a.copy()),
     "round": (lambda xp, a: _round_half_away(xp, a) if a.dtype.kind == "f" else a.copy()),
     "logical_not": (lambda xp, a: (a == 0).astype(a.dtype)),
 }
@@ -138,7 +144,8 @@ _CSR = frozenset({"abs", "sign", "sqrt", "square", "negative"})
 _NO_METHOD = frozenset({"negative", "logical_not", "softsign", "erf", "erfinv", "gamma",
                         "gammaln"})
 _DIFF = {"erf": "computed with Python's math.erf on the CPU (slow on big arrays)",
-         "erfinv": "an approximation refined by two Newton steps (float tolerance)",
+         "erfinv": "an approximation refined by two Newton steps (float tolerance); on "
+                   "integer inputs a NaN result is cast as numpy casts it (MXNet gives 0)",
          "gamma": "computed with Python's math.gamma on the CPU (slow on big arrays)",
          "gammaln": "computed with Python's math.lgamma on the CPU (slow on big arrays)"}
 
