@@ -1,5 +1,6 @@
-"""The layer operators (Convolution, Pooling, BatchNorm, softmax, ...) and the
-random family's shapes, dtypes and errors, through ``mx.nd``, against
+"""The layer operators (Convolution, Pooling, BatchNorm, softmax, ...), the
+random family's densities (``random_pdf_*``) and its draws' shapes, dtypes
+and errors, through ``mx.nd``, against
 results recorded from real MXNet 1.9.1 in tests/golden/nn_ops.json.gz (see
 tools/golden_nn_ops.py; the inputs are rebuilt by tests/nn_golden_inputs.py).
 
@@ -63,7 +64,11 @@ def test_the_golden_file_covers_every_layer_operator():
     # every operator has a recorded MXNet error for bad input
     failing = {c["op"] for c in GOLDEN["cases"] if "error" in c["mxnet"]}
     assert ops - failing <= {"Dropout", "UpSampling", "L2Normalization", "LRN",
-                             "SoftmaxActivation"}
+                             "SoftmaxActivation"} | {o for o in ops if o.startswith("random_pdf")}
+    assert {o for o in ops if o.startswith("random_pdf_")} == {
+        f"random_pdf_{k}" for k in ("uniform", "normal", "gamma", "exponential", "poisson",
+                                    "negative_binomial", "generalized_negative_binomial",
+                                    "dirichlet")}
 
 
 @pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda c: c["name"])

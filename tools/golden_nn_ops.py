@@ -316,6 +316,30 @@ def run_random(name, path, args, kwargs):
             "mxnet": result}
 
 
+def _pdf_cases():
+    P = (2, 3)
+    for dt in (F, D):
+        for log in (False, True):
+            for kind, sample, params in (
+                    ("uniform", r(P + (4,), dt, "pos"), [v([[0.0] * 3] * 2, dt),
+                                                         v([[2.0, 3.0, 4.0]] * 2, dt)]),
+                    ("normal", r(P + (4,), dt), [r(P, dt), r(P, dt, "pos")]),
+                    ("gamma", r(P + (4,), dt, "pos"), [r(P, dt, "pos"), r(P, dt, "pos")]),
+                    ("exponential", r(P, dt, "pos"), [r(P, dt, "pos")]),
+                    ("poisson", r(P + (4,), dt, "int"), [r(P, dt, "pos")]),
+                    ("negative_binomial", r(P + (4,), dt, "int"),
+                     [v([[1.0, 2.0, 5.0]] * 2, dt), v([[0.2, 0.5, 0.9]] * 2, dt)]),
+                    ("generalized_negative_binomial", r(P + (4,), dt, "int"),
+                     [r(P, dt, "pos"), r(P, dt, "pos")])):
+                case(f"pdf_{kind}_{dt}_log{int(log)}", f"random_pdf_{kind}",
+                     [sample] + params, is_log=log)
+            simplex = np.array([[[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]], [[0.6, 0.2, 0.2],
+                                                                    [0.3, 0.3, 0.4]]])
+            case(f"pdf_dirichlet_{dt}_log{int(log)}", "random_pdf_dirichlet",
+                 [v(simplex, dt), r((2, 3), dt, "pos")], is_log=log)
+    case("pdf_normal_bad_sample_shape", "random_pdf_normal", [r((3, 4)), r((2,)), r((2,))])
+
+
 def _encode(arr) -> dict:
     a = np.ascontiguousarray(arr.asnumpy())
     return {"shape": list(a.shape), "dtype": a.dtype.name,
@@ -346,7 +370,8 @@ def run(name, op, inputs, params):
 
 
 def main() -> None:
-    for build in (_conv_cases, _pool_cases, _dense_cases, _norm_cases, _seq_cases):
+    for build in (_conv_cases, _pool_cases, _dense_cases, _norm_cases, _seq_cases,
+                  _pdf_cases):
         build()
     out = sys.argv[1] if len(sys.argv) > 1 else DEFAULT_OUT
     doc = {"generator": "tools/golden_nn_ops.py", "mxnet": mx.__version__,
