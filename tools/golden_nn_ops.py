@@ -85,6 +85,19 @@ def _conv_cases():
          kernel=(3, 3), num_filter=4)
     case("conv_bad_data_rank", "Convolution", [r((3, 5, 5)), r((4, 3, 3, 3)), r((4,))],
          kernel=(3, 3), num_filter=4)
+    for dt in (F, D):
+        for shape, k, s, d, p in (((2, 2, 4, 5), (2, 3), (1, 2), (1, 1), (1, 0)),
+                                  ((1, 3, 6, 6), (3, 3), (2, 2), (1, 1), (1, 1)),
+                                  ((1, 2, 7, 6), (2, 2), (1, 1), (2, 2), (0, 1))):
+            case(f"im2col_{k}_{dt}", "im2col", [r(shape, dt)], kernel=k, stride=s, dilate=d,
+                 pad=p)
+            out = [(shape[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1
+                   for i in range(2)]
+            case(f"col2im_{k}_{dt}", "col2im",
+                 [r((shape[0], shape[1] * k[0] * k[1], out[0] * out[1]), dt)],
+                 output_size=shape[2:], kernel=k, stride=s, dilate=d, pad=p)
+    case("im2col_bad_kernel_too_big", "im2col", [r((1, 1, 2, 2))], kernel=(3, 3))
+    case("col2im_bad_columns", "col2im", [r((1, 5, 4))], output_size=(3, 3), kernel=(2, 2))
     case("deconv_default_no_bias", "Deconvolution", [r((1, 2, 3, 3)), r((2, 3, 2, 2))],
          kernel=(2, 2), stride=(2, 2), num_filter=3)
     case("deconv_bad_weight_shape", "Deconvolution", [r((1, 2, 3, 3)), r((3, 3, 2, 2))],

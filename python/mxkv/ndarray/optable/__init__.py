@@ -63,7 +63,7 @@ from .registry import REQUIRED, OpDef, Param, clojure_name, get, iter_ops, looku
 
 #: The family modules, imported in this order (each registers its operators).
 FAMILIES = ("unary", "binary", "reduce", "shape", "indexing", "linalg", "misc", "nn_conv",
-            "nn_dense", "nn_norm", "nn_seq", "random", "random_pdf")
+            "nn_pool", "nn_dense", "nn_norm", "nn_seq", "random", "random_pdf")
 
 for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")

@@ -1,4 +1,4 @@
-"""Convolution, Deconvolution and Pooling kernels (MXNet 1.9's ``nd.*``), forward.
+"""Convolution, Deconvolution, im2col and col2im (MXNet 1.9's ``nd.*``), forward.
 
 Plain functions over an array module ``xp`` (numpy or cupy) and its arrays,
 registered as operators in the operator table. Layout is MXNet's default,
@@ -16,7 +16,8 @@ from typing import Any, Sequence
 from .._util import MXNetValueError
 from ._layer import params, register_layer
 
-__all__ = ["convolution", "deconv_pad_adj", "deconvolution", "pooling", "spatial_params"]
+__all__ = ["col2im", "convolution", "deconv_pad_adj", "deconvolution", "im2col",
+           "spatial_params"]
 
 _COLS_BYTES = 32 << 20  # the im2col buffer Convolution fills per batch slice
 _SHIFT_BYTES = 128 << 20  # the per-tap products a stride-1 Convolution holds per slice
@@ -168,6 +169,50 @@ def convolution(xp: Any, data: Any, weight: Any, bias: Any = None, *, kernel: Se
     return res
 
 
+def _col2im(xp: Any, cols: Any, k: tuple, s: tuple, d: tuple, grid: tuple,
+            full: tuple) -> Any:
+    """The transpose of im2col: (N, C, K, *grid) columns summed into (N, C, *full),
+    each tap's grid added at its offset (stride ``s``, dilation ``d``)."""
+    buf = xp.zeros(cols.shape[:2] + tuple(full), dtype=cols.dtype)
+    for t, idx in enumerate(itertools.product(*map(range, k))):
+        sl = tuple(slice(i * dd, i * dd + ss * (m - 1) + 1, ss)
+                   for i, dd, ss, m in zip(idx, d, s, grid))
+        buf[(slice(None), slice(None)) + sl] += cols[:, :, t]
+    return buf
+
+
+def im2col(xp: Any, data: Any, *, kernel: Sequence[int], stride: Sequence[int] = (),
+           dilate: Sequence[int] = (), pad: Sequence[int] = ()) -> Any:
+    """Each position's receptive field as a column: (N, C, *in) -> (N, C*K, L),
+    rows channel-major then kernel taps, L the convolution's output positions."""
+    k, s, d, p = spatial_params("im2col", data.shape, kernel, stride, dilate, pad)
+    out = tuple(_conv_out("im2col", data.shape[2 + i], k[i], s[i], d[i], p[i])
+                for i in range(len(k)))
+    cols = _taps(xp, _pad_spatial(xp, data, p), k, s, d, out)
+    return cols.reshape(data.shape[0], -1, _prod(out))
+
+
+def col2im(xp: Any, data: Any, *, output_size: Sequence[int], kernel: Sequence[int],
+           stride: Sequence[int] = (), dilate: Sequence[int] = (),
+           pad: Sequence[int] = ()) -> Any:
+    """im2col's transpose: (N, C*K, L) columns summed back into (N, C, *output_size)."""
+    size = tuple(int(v) for v in output_size)
+    if data.ndim != 3:
+        raise MXNetValueError(f"col2im: data must be 3-D (N, C*K, L), got shape "
+                              f"{tuple(data.shape)}")
+    k, s, d, p = spatial_params("col2im", (1, 1) + size, kernel, stride, dilate, pad)
+    grid = tuple(_conv_out("col2im", size[i], k[i], s[i], d[i], p[i]) for i in range(len(k)))
+    taps = _prod(k)
+    if data.shape[1] % taps or data.shape[2] != _prod(grid):
+        raise MXNetValueError(f"col2im: data of shape {tuple(data.shape)} does not fit "
+                              f"kernel {k} over output_size {size}: expected (N, C*{taps}, "
+                              f"{_prod(grid)})")
+    cols = data.reshape((data.shape[0], data.shape[1] // taps, taps) + grid)
+    buf = _col2im(xp, cols, k, s, d, grid, tuple(size[i] + 2 * p[i] for i in range(len(k))))
+    crop = tuple(slice(q, q + m) for q, m in zip(p, size))
+    return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop])
+
+
 def deconv_pad_adj(k: tuple, s: tuple, d: tuple, pad: tuple, adj: Sequence[int],
                    target_shape: Sequence[int], in_spatial: tuple) -> tuple:
     """MXNet's Deconvolution padding: from ``target_shape`` when it has a nonzero
@@ -211,108 +256,12 @@ def deconvolution(xp: Any, data: Any, weight: Any, bias: Any = None, *, kernel: 
     x = data.reshape(n, g, c // g, _prod(ins))                       # (N, G, Cg, L)
     w = weight.reshape(g, c // g, -1).transpose(0, 2, 1)             # (G, Fg*K, Cg)
     cols = xp.matmul(w[None], x).reshape((n, f, _prod(k)) + ins)     # (N, F, K, *in)
-    buf = xp.zeros((n, f) + full, dtype=data.dtype)
-    for t, idx in enumerate(itertools.product(*map(range, k))):
-        sl = tuple(slice(i * dd, i * dd + ss * (m - 1) + 1, ss)
-                   for i, dd, ss, m in zip(idx, d, s, ins))
-        buf[(slice(None), slice(None)) + sl] += cols[:, :, t]
+    buf = _col2im(xp, cols, k, s, d, ins, full)
     res = buf[(slice(None), slice(None)) + tuple(slice(q, q + o) for q, o in zip(p, out))]
     res = xp.ascontiguousarray(res)
     if not no_bias:
         res += bias.reshape((1, f) + (1,) * len(k))
     return res
-
-
-_POOL_TYPES = ("avg", "lp", "max", "sum")
-_CONVENTIONS = ("full", "same", "valid")
-
-
-def _pool_out(size: int, k: int, s: int, p: int, convention: str) -> int:
-    if convention == "valid":
-        return (size + 2 * p - k) // s + 1
-    if convention == "full":
-        return -(-(size + 2 * p - k) // s) + 1
-    return -(-size // s)  # 'same'
-
-
-def pooling(xp: Any, data: Any, *, kernel: Sequence[int] = (), pool_type: str = "max",
-            global_pool: bool = False, pooling_convention: str = "valid",
-            stride: Sequence[int] = (), pad: Sequence[int] = (), p_value: Any = None,
-            count_include_pad: Any = None) -> Any:
-    """Pooling forward over the spatial axes of NCW/NCHW/NCDHW data."""
-    if pool_type not in _POOL_TYPES:
-        raise MXNetValueError(f"Pooling: pool_type {pool_type!r} is not one of {_POOL_TYPES}")
-    if pooling_convention not in _CONVENTIONS:
-        raise MXNetValueError(f"Pooling: pooling_convention {pooling_convention!r} is not one "
-                              f"of {_CONVENTIONS}")
-    if data.ndim not in (3, 4, 5):
-        raise MXNetValueError(f"Pooling: data must be 3-D, 4-D or 5-D (N, C, spatial...), got "
-                              f"shape {tuple(data.shape)}")
-    nd = data.ndim - 2
-    ins = tuple(data.shape[2:])
-    if global_pool:
-        k, s, p = ins, (1,) * nd, (0,) * nd
-    else:
-        if not kernel:
-            raise MXNetValueError("Pooling: kernel is required unless global_pool is set")
-        k, s, _, p = spatial_params("Pooling", data.shape, kernel, stride, (), pad)
-        if any(k[i] > ins[i] + 2 * p[i] for i in range(nd)):
-            raise MXNetValueError(f"Pooling: kernel size {k} exceeds the padded input "
-                                  f"{tuple(ins[i] + 2 * p[i] for i in range(nd))}")
-    if pool_type == "lp" and p_value is None:
-        raise MXNetValueError("Pooling: pool_type 'lp' needs p_value")
-    if pooling_convention == "same" and not global_pool and any(p):
-        raise MXNetValueError(f"Pooling: pooling_convention 'same' takes no pad, got {p}")
-    conv = "valid" if global_pool else pooling_convention
-    out = tuple(_pool_out(ins[i], k[i], s[i], p[i], conv) for i in range(nd))
-    # Right padding so every window lies inside the buffer ('full'/'same' overhang).
-    extra = tuple(max(0, (out[i] - 1) * s[i] + k[i] - (ins[i] + 2 * p[i])) for i in range(nd))
-    fill = -xp.inf if pool_type == "max" else 0
-    if pool_type == "max" and data.dtype.kind != "f":
-        fill = xp.iinfo(data.dtype).min
-    x = data
-    if pool_type == "lp":
-        pv = int(p_value)
-        x = x ** pv if pv != 1 else x
-    x = xp.pad(x, [(0, 0), (0, 0)] + [(p[i], p[i] + extra[i]) for i in range(nd)],
-               mode="constant", constant_values=fill)
-    acc = None
-    for idx in itertools.product(*map(range, k)):
-        sl = tuple(slice(i, i + ss * (o - 1) + 1, ss) for i, ss, o in zip(idx, s, out))
-        win = x[(slice(None), slice(None)) + sl]
-        if acc is None:
-            acc = win.copy()
-        elif pool_type == "max":
-            xp.maximum(acc, win, out=acc)
-        else:
-            acc += win
-    if pool_type == "avg":
-        include = True if count_include_pad is None else bool(count_include_pad)
-        acc = acc / _window_counts(xp, ins, k, s, p, out, include).astype(acc.dtype)
-        acc = acc.astype(data.dtype)
-    elif pool_type == "lp":
-        pv = int(p_value)
-        if pv != 1:  # (MXNet's root keeps the sign: an odd p of a negative sum)
-            acc = xp.sign(acc) * xp.abs(acc) ** (1.0 / pv)
-        acc = acc.astype(data.dtype)
-    return xp.ascontiguousarray(acc)
-
-
-def _window_counts(xp: Any, ins: tuple, k: tuple, s: tuple, p: tuple, out: tuple,
-                   include_pad: bool) -> Any:
-    """Each output position's divisor for average pooling, as MXNet's CPU kernel:
-    the window clipped to the padded input, or to the input without padding."""
-    counts = None
-    for i in range(len(k)):
-        start = xp.arange(out[i]) * s[i] - p[i]
-        end = xp.minimum(start + k[i], ins[i] + p[i])
-        if not include_pad:
-            start = xp.maximum(start, 0)
-            end = xp.minimum(end, ins[i])
-        c = xp.maximum(end - start, 1) if not include_pad else (end - start)
-        c = c.reshape((-1,) + (1,) * (len(k) - 1 - i))
-        counts = c if counts is None else counts * c
-    return counts
 
 
 _CONV_COMMON = (
@@ -354,19 +303,13 @@ register_layer(
     differences="dilation and 3-D float64 are computed (MXNet's CPU kernel refuses "
                 "them).")
 
+_WINDOW = (("kernel", "Shape(tuple)"), ("stride", "Shape(tuple)", ()),
+           ("dilate", "Shape(tuple)", ()), ("pad", "Shape(tuple)", ()))
+
 register_layer(
-    "Pooling", ("data",), params(
-        ("kernel", "Shape(tuple)", ()),
-        ("pool_type", "{'avg', 'lp', 'max', 'sum'}", "max"),
-        ("global_pool", "boolean", False),
-        ("cudnn_off", "boolean", False),
-        ("pooling_convention", "{'full', 'same', 'valid'}", "valid"),
-        ("stride", "Shape(tuple)", ()),
-        ("pad", "Shape(tuple)", ()),
-        ("p_value", "int or None", None),
-        ("count_include_pad", "boolean or None", None),
-        ("layout", "{None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC', 'NWC'}", None)),
-    pooling,
-    doc="Max, average, sum or Lp pooling over the spatial axes (1-D, 2-D, 3-D).",
-    differences="pooling_convention 'same' computes ceil(size/stride) outputs for any "
-                "rank (MXNet 1.9.1 fails on it); integer data is pooled (MXNet refuses).")
+    "im2col", ("data",), params(*_WINDOW), im2col,
+    doc="Each output position's receptive field as a column: (N, C*prod(kernel), L).")
+
+register_layer(
+    "col2im", ("data",), params(("output_size", "Shape(tuple)"), *_WINDOW), col2im,
+    doc="The transpose of im2col: columns summed back into (N, C, *output_size).")
