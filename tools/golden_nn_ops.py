@@ -98,6 +98,10 @@ def _conv_cases():
                  output_size=shape[2:], kernel=k, stride=s, dilate=d, pad=p)
     case("im2col_bad_kernel_too_big", "im2col", [r((1, 1, 2, 2))], kernel=(3, 3))
     case("col2im_bad_columns", "col2im", [r((1, 5, 4))], output_size=(3, 3), kernel=(2, 2))
+    case("convolution_v1", "Convolution_v1", [r((2, 4, 6, 6)), r((6, 2, 3, 3)), r((6,))],
+         kernel=(3, 3), pad=(1, 1), stride=(2, 1), num_filter=6, num_group=2)
+    case("convolution_v1_bad_weight_shape", "Convolution_v1",
+         [r((2, 4, 6, 6)), r((6, 3, 3, 3)), r((6,))], kernel=(3, 3), num_filter=6)
     case("deconv_default_no_bias", "Deconvolution", [r((1, 2, 3, 3)), r((2, 3, 2, 2))],
          kernel=(2, 2), stride=(2, 2), num_filter=3)
     case("deconv_bad_weight_shape", "Deconvolution", [r((1, 2, 3, 3)), r((3, 3, 2, 2))],
@@ -121,6 +125,12 @@ def _pool_cases():
                 extra = {"p_value": 3} if pt == "lp" else {}
                 case(f"pool{len(k)}d_{pt}_global_{dt}", "Pooling", [r(shape, dt)],
                      global_pool=True, pool_type=pt, **extra)
+    for pt in ("max", "avg", "sum"):
+        case(f"pooling_v1_{pt}", "Pooling_v1", [r((2, 3, 7, 6))], kernel=(3, 2), stride=(2, 2),
+             pad=(1, 0), pool_type=pt, pooling_convention="full")
+    case("pooling_v1_bad_data_rank", "Pooling_v1", [r((4, 4))], kernel=(2, 2))
+    case("pooling_v1_global", "Pooling_v1", [r((2, 3, 7, 6))], global_pool=True,
+         pool_type="avg")
     case("pool_default_stride", "Pooling", [r((1, 1, 5, 5))], kernel=(2, 2), pool_type="avg")
     case("pool_bad_kernel_too_big", "Pooling", [r((1, 1, 3, 3))], kernel=(5, 5))
     case("pool_bad_data_rank", "Pooling", [r((4, 4))], kernel=(2, 2))
@@ -171,6 +181,11 @@ def _dense_cases():
          axis=-1, use_length=True)
     case("softmax_length_axis1", "softmax", [r((3, 4, 5)), v([[1, 3, 4, 2, 2]] * 3, "int32")],
          axis=1, use_length=True)
+    case("softmax_cross_entropy", "softmax_cross_entropy", [r((4, 5), F, "wide"),
+                                                             v([0, 4, 2, 2], F)])
+    case("softmax_cross_entropy_f64", "softmax_cross_entropy", [r((3, 2), D), v([1, 0, 1], D)])
+    case("softmax_cross_entropy_bad_label_shape", "softmax_cross_entropy",
+         [r((4, 5)), v([0, 1], F)])
     for m in ("instance", "channel"):
         case(f"softmax_activation_{m}", "SoftmaxActivation", [r((3, 4, 5))], mode=m)
 
@@ -224,6 +239,11 @@ def _seq_cases():
         k = 2 * s - s % 2
         case(f"upsampling_bilinear_{s}", "UpSampling", [r(x), r((3, 1, k, k))], scale=s,
              sample_type="bilinear", num_filter=3, num_args=2)
+    case("crop_offset", "Crop", [r(x)], num_args=1, offset=(1, 2), h_w=(2, 3))
+    case("crop_like_center", "Crop", [r((2, 3, 7, 8)), r((1, 1, 4, 5))], num_args=2,
+         center_crop=True)
+    case("crop_bad_window", "Crop", [r(x)], num_args=1, offset=(3, 0), h_w=(2, 3))
+    case("crop_like", "Crop", [r((2, 3, 7, 8)), r((1, 1, 4, 5))], num_args=2, offset=(2, 1))
     for m in ("constant", "edge", "reflect"):
         case(f"pad4_{m}", "Pad", [r(x)], mode=m, pad_width=(0, 0, 0, 0, 1, 2, 3, 1),
              constant_value=2.5)

@@ -313,3 +313,16 @@ register_layer(
 register_layer(
     "col2im", ("data",), params(("output_size", "Shape(tuple)"), *_WINDOW), col2im,
     doc="The transpose of im2col: columns summed back into (N, C, *output_size).")
+
+register_layer(
+    "Convolution_v1", ("data", "weight", "bias"), params(
+        *_CONV_COMMON,
+        ("num_filter", "int (non-negative)"),
+        ("num_group", "int (non-negative)", 1),
+        ("workspace", "long (non-negative)", 1024),
+        ("no_bias", "boolean", False),
+        ("cudnn_tune", "{None, 'fastest', 'limited_workspace', 'off'}", None),
+        ("cudnn_off", "boolean", False),
+        ("layout", "{None, 'NCDHW', 'NCHW', 'NDHWC', 'NHWC'}", None)),
+    convolution, optional=("bias",),
+    doc="MXNet's deprecated first Convolution: the same computation as Convolution.")

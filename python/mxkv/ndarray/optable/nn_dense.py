@@ -21,7 +21,7 @@ from .unary import _MATH
 
 __all__ = ["ACT_TYPES", "LEAKY_TYPES", "activation", "dropout", "embedding",
            "fully_connected", "leaky_relu", "log_softmax", "softmax", "softmax_activation",
-           "softmin"]
+           "softmax_cross_entropy", "softmin"]
 
 ACT_TYPES = ("relu", "sigmoid", "softrelu", "softsign", "tanh")
 LEAKY_TYPES = ("elu", "gelu", "leaky", "prelu", "rrelu", "selu")
@@ -77,8 +77,9 @@ def activation(xp: Any, data: Any, *, act_type: str) -> Any:
         return (1 / (1 + xp.exp(-data))).astype(data.dtype)
     if act_type == "tanh":
         return xp.tanh(data)
-    if act_type == "softrelu":
-        return _softrelu(xp, data).astype(data.dtype)
+    if act_type == "softrelu":  # (float16 through float32, as MXNet's math::exp)
+        x = data.astype(xp.float32) if data.dtype == xp.float16 else data
+        return _softrelu(xp, x).astype(data.dtype)
     if act_type == "softsign":
         return (data / (1 + xp.abs(data))).astype(data.dtype)
     raise MXNetValueError(f"Activation: act_type {act_type!r} is not one of {ACT_TYPES}")
@@ -203,6 +204,18 @@ def log_softmax(xp: Any, data: Any, length: Any = None, *, axis: int = -1,
     return res.astype(odt)
 
 
+def softmax_cross_entropy(xp: Any, data: Any, label: Any) -> Any:
+    """The summed cross-entropy of softmax(data) (N, K) against integer labels (N,):
+    shape (1,)."""
+    if data.ndim != 2 or label.shape != (data.shape[0],):
+        raise MXNetValueError(f"softmax_cross_entropy: data must be (N, K) and label (N,), "
+                              f"got {tuple(data.shape)} and {tuple(label.shape)}")
+    logp = log_softmax(xp, data, axis=-1)
+    idx = xp.clip(label.astype("int64"), 0, data.shape[1] - 1)
+    picked = xp.take_along_axis(logp, idx.reshape(-1, 1), axis=1)
+    return (-picked.sum(dtype=data.dtype)).reshape(1).astype(data.dtype)
+
+
 def softmax_activation(xp: Any, data: Any, *, mode: str = "instance") -> Any:
     """Softmax over the last axis (``instance``: MXNet 1.9 computes it so for any
     rank, not over all but the first axis as its docs say) or axis 1 (``channel``)."""
@@ -281,3 +294,7 @@ register_layer(
     "SoftmaxActivation", ("data",), params(("mode", "{'channel', 'instance'}", "instance")),
     softmax_activation,
     doc="Softmax over the last axis (instance) or axis 1 (channel).")
+
+register_layer(
+    "softmax_cross_entropy", ("data", "label"), params(), softmax_cross_entropy,
+    doc="Sum over the batch of -log softmax(data)[label], shape (1,).")

@@ -13,7 +13,7 @@ from .._util import MXNetValueError
 from ._layer import params, register_layer
 from .nn_conv import spatial_params
 
-__all__ = ["pooling"]
+__all__ = ["pooling", "pooling_v1"]
 
 _POOL_TYPES = ("avg", "lp", "max", "sum")
 _CONVENTIONS = ("full", "same", "valid")
@@ -27,10 +27,15 @@ def _pool_out(size: int, k: int, s: int, p: int, convention: str) -> int:
     return -(-size // s)  # 'same'
 
 
+def pooling_v1(xp: Any, data: Any, **kw: Any) -> Any:
+    """MXNet's first Pooling: as :func:`pooling`, but max pooling pads with 0."""
+    return pooling(xp, data, _max_pad_zero=True, **kw)
+
+
 def pooling(xp: Any, data: Any, *, kernel: Sequence[int] = (), pool_type: str = "max",
             global_pool: bool = False, pooling_convention: str = "valid",
             stride: Sequence[int] = (), pad: Sequence[int] = (), p_value: Any = None,
-            count_include_pad: Any = None) -> Any:
+            count_include_pad: Any = None, _max_pad_zero: bool = False) -> Any:
     """Pooling forward over the spatial axes of NCW/NCHW/NCDHW data."""
     if pool_type not in _POOL_TYPES:
         raise MXNetValueError(f"Pooling: pool_type {pool_type!r} is not one of {_POOL_TYPES}")
@@ -59,8 +64,8 @@ def pooling(xp: Any, data: Any, *, kernel: Sequence[int] = (), pool_type: str = 
     out = tuple(_pool_out(ins[i], k[i], s[i], p[i], conv) for i in range(nd))
     # Right padding so every window lies inside the buffer ('full'/'same' overhang).
     extra = tuple(max(0, (out[i] - 1) * s[i] + k[i] - (ins[i] + 2 * p[i])) for i in range(nd))
-    fill = -xp.inf if pool_type == "max" else 0
-    if pool_type == "max" and data.dtype.kind != "f":
+    fill = -xp.inf if pool_type == "max" and not _max_pad_zero else 0
+    if fill and data.dtype.kind != "f":
         fill = xp.iinfo(data.dtype).min
     x = data
     if pool_type == "lp":
@@ -123,3 +128,15 @@ register_layer(
     doc="Max, average, sum or Lp pooling over the spatial axes (1-D, 2-D, 3-D).",
     differences="pooling_convention 'same' computes ceil(size/stride) outputs for any "
                 "rank (MXNet 1.9.1 fails on it); integer data is pooled (MXNet refuses).")
+
+register_layer(
+    "Pooling_v1", ("data",), params(
+        ("kernel", "Shape(tuple)", ()),
+        ("pool_type", "{'avg', 'max', 'sum'}", "max"),
+        ("global_pool", "boolean", False),
+        ("pooling_convention", "{'full', 'valid'}", "valid"),
+        ("stride", "Shape(tuple)", ()),
+        ("pad", "Shape(tuple)", ())),
+    pooling_v1,
+    doc="MXNet's deprecated first Pooling: max, average or sum pooling as Pooling.",
+    differences="as MXNet's, max pooling pads with 0 (Pooling pads with -inf).")

@@ -13,7 +13,7 @@ from .._util import MXNetValueError
 from ._layer import params, register_layer
 from .nn_conv import deconvolution
 
-__all__ = ["pad", "sequence_last", "sequence_mask", "sequence_reverse", "upsampling"]
+__all__ = ["crop", "pad", "sequence_last", "sequence_mask", "sequence_reverse", "upsampling"]
 
 
 def upsampling(xp: Any, *data: Any, scale: int, num_filter: int = 0, sample_type: str,
@@ -69,6 +69,28 @@ def upsampling(xp: Any, *data: Any, scale: int, num_filter: int = 0, sample_type
             res += q
         return res
     return xp.concatenate(parts, axis=1)
+
+
+def crop(xp: Any, *data: Any, offset: Sequence[int] = (0, 0), h_w: Sequence[int] = (0, 0),
+         center_crop: bool = False) -> Any:
+    """The (h, w) window of the first (N, C, H, W) input: h_w, or the second
+    input's spatial size; at ``offset``, or centred with ``center_crop``."""
+    if not 1 <= len(data) <= 2:
+        raise MXNetValueError(f"Crop: takes one or two inputs, got {len(data)}")
+    x = data[0]
+    if x.ndim != 4:
+        raise MXNetValueError(f"Crop: data must be 4-D (N, C, H, W), got shape "
+                              f"{tuple(x.shape)}")
+    h, w = (data[1].shape[2:4] if len(data) == 2 else tuple(int(v) for v in h_w))
+    big_h, big_w = x.shape[2:]
+    if center_crop:
+        top, left = (big_h - h) // 2, (big_w - w) // 2
+    else:
+        top, left = (int(v) for v in offset)
+    if h <= 0 or w <= 0 or top < 0 or left < 0 or top + h > big_h or left + w > big_w:
+        raise MXNetValueError(f"Crop: the window ({h}, {w}) at ({top}, {left}) does not fit "
+                              f"data of shape {tuple(x.shape)}")
+    return xp.ascontiguousarray(x[:, :, top:top + h, left:left + w])
 
 
 def pad(xp: Any, data: Any, *, mode: str, pad_width: Sequence[int],
@@ -196,3 +218,11 @@ register_layer(
     "SequenceReverse", ("data", "sequence_length"), params(*_SEQ, ("axis", "int", 0)),
     sequence_reverse, optional=("sequence_length",),
     doc="Reverses the first length steps of each sequence (axis 0).")
+
+register_layer(
+    "Crop", ("*data",), params(
+        ("num_args", "int"), ("offset", "Shape(tuple)", (0, 0)), ("h_w", "Shape(tuple)", (0, 0)),
+        ("center_crop", "boolean", False)),
+    crop,
+    doc="A spatial window of 4-D data: h_w (or the second input's size) at offset, or "
+        "centred.")
