@@ -274,14 +274,14 @@ _CONV_BACKEND = (
     ("cudnn_off", "boolean", False),
     ("layout", "{None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC'}", None))
 
+_CONV = (*_CONV_COMMON,
+         ("num_filter", "int (non-negative)"),
+         ("num_group", "int (non-negative)", 1),
+         ("workspace", "long (non-negative)", 1024),
+         ("no_bias", "boolean", False))
+
 register_layer(
-    "Convolution", ("data", "weight", "bias"), params(
-        *_CONV_COMMON,
-        ("num_filter", "int (non-negative)"),
-        ("num_group", "int (non-negative)", 1),
-        ("workspace", "long (non-negative)", 1024),
-        ("no_bias", "boolean", False),
-        *_CONV_BACKEND),
+    "Convolution", ("data", "weight", "bias"), params(*_CONV, *_CONV_BACKEND),
     convolution, optional=("bias",),
     doc="Convolution over 1-D, 2-D or 3-D data (NCW, NCHW, NCDHW): im2col and a "
         "batched matmul per group.",
@@ -316,13 +316,6 @@ register_layer(
 
 register_layer(
     "Convolution_v1", ("data", "weight", "bias"), params(
-        *_CONV_COMMON,
-        ("num_filter", "int (non-negative)"),
-        ("num_group", "int (non-negative)", 1),
-        ("workspace", "long (non-negative)", 1024),
-        ("no_bias", "boolean", False),
-        ("cudnn_tune", "{None, 'fastest', 'limited_workspace', 'off'}", None),
-        ("cudnn_off", "boolean", False),
-        ("layout", "{None, 'NCDHW', 'NCHW', 'NDHWC', 'NHWC'}", None)),
+        *_CONV, *_CONV_BACKEND[:2], ("layout", "{None, 'NCDHW', 'NCHW', 'NDHWC', 'NHWC'}", None)),
     convolution, optional=("bias",),
     doc="MXNet's deprecated first Convolution: the same computation as Convolution.")
