@@ -4,8 +4,8 @@ Plain functions over an array module ``xp`` (numpy or cupy) and its arrays,
 registered as operators in the operator table. Layout is MXNet's default,
 channels first (NCW, NCHW, NCDHW). Convolution is im2col, one strided slice
 per kernel tap, then one batched matmul per group (BLAS on numpy, cuBLAS on
-CuPy), or at stride 1 one matmul of every tap's filters with the padded input
-and shifted adds (no im2col copy); Deconvolution is the transpose: a matmul,
+CuPy), or at stride 1 a thin im2col (only the last axis's taps stacked) and
+one matmul per tap of the other axes; Deconvolution is the transpose: a matmul,
 then col2im by strided adds.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["col2im", "convolution", "deconv_pad_adj", "deconvolution", "im2col",
            "spatial_params"]
 
 _COLS_BYTES = 32 << 20  # the im2col buffer Convolution fills per batch slice
-_SHIFT_BYTES = 128 << 20  # the per-tap products a stride-1 Convolution holds per slice
+_SHIFT_BYTES = 48 << 20  # the stacked rows a stride-1 Convolution holds per slice
 
 
 def spatial_params(op: str, data_shape: tuple, kernel: Sequence[int], stride: Sequence[int],
@@ -100,43 +100,49 @@ def _check_weights(op: str, data: Any, weight: Any, bias: Any, k: tuple, num_fil
 
 def _conv_shifted(xp: Any, data: Any, weight: Any, res: Any, k: tuple, d: tuple, p: tuple,
                   g: int) -> None:
-    """Stride-1 convolution into ``res`` without an im2col copy: a slice of samples
-    padded and laid out channel-first, (C, samples*positions); one matmul of every
-    tap's filters with it, (T*F, C) @ (C, samples*positions), then each tap's rows
-    added at that tap's offset in the flattened positions (the positions past a
-    row's end are computed and dropped). Few large BLAS calls: many small ones
-    lose to thread start-up in OpenBLAS."""
+    """Stride-1 convolution into ``res`` with a thin im2col: a slice of samples is
+    padded and laid out channel-first, flattened to (C, samples*positions); the
+    last axis's kw taps are stacked as rows, (C*kw, positions) (kw shifted copies,
+    not prod(kernel)); then per tap of the other axes one matmul (F, C*kw) @ the
+    rows at that tap's offset, summed (the positions past a row's end are
+    computed and dropped). Few large BLAS calls: small ones lose to OpenBLAS's
+    thread start-up."""
     n, c = data.shape[:2]
     f = weight.shape[0]
     nd = len(k)
-    taps = _prod(k)
+    kw, dw = k[-1], d[-1]
     padded = tuple(data.shape[2 + i] + 2 * p[i] for i in range(nd))
     out = res.shape[2:]
     row = [_prod(padded[i + 1:]) for i in range(nd)]
-    offs = [sum(idx[i] * d[i] * row[i] for i in range(nd))
-            for idx in itertools.product(*map(range, k))]
+    offs = [sum(idx[i] * d[i] * row[i] for i in range(nd - 1))
+            for idx in itertools.product(*map(range, k[:-1]))]
+    reach = max(offs) + (kw - 1) * dw
     fg, cg = f // g, c // g
-    # (G, T*Fg, Cg): tap-major rows per group
-    w = weight.reshape(g, fg, cg, taps).transpose(0, 3, 1, 2).reshape(g, taps * fg, cg)
+    # (T', G, Fg, Cg*kw): the weights of each tap of the leading axes
+    w = weight.reshape((g, fg, cg, _prod(k[:-1]), kw)).transpose(3, 0, 1, 2, 4).reshape(
+        -1, g, fg, cg * kw)
     per = _prod(padded)
     inner = (slice(None), slice(None)) + tuple(slice(q, q + data.shape[2 + i])
                                                for i, q in enumerate(p))
-    step = max(1, _SHIFT_BYTES // max(1, taps * f * per * data.dtype.itemsize))
+    step = max(1, _SHIFT_BYTES // max(1, c * kw * per * data.dtype.itemsize))
     for b in range(0, n, step):
         m = min(step, n - b)
-        x = xp.zeros((c, m) + padded, dtype=data.dtype)
-        x[inner] = data[b:b + m].swapaxes(0, 1)
-        if g == 1:  # (a 2-D matmul: one BLAS call)
-            y = xp.matmul(w[0], x.reshape(c, m * per))
-        else:
-            y = xp.matmul(w, x.reshape(g, cg, m * per))
-        y = y.reshape(g, taps, fg, m * per)
-        length = m * per - max(offs)
-        acc = xp.empty((g, fg, m * per), dtype=y.dtype)
-        acc[:, :, length:] = 0
-        xp.copyto(acc[:, :, :length], y[:, 0, :, offs[0]:offs[0] + length])
-        for t in range(1, taps):
-            acc[:, :, :length] += y[:, t, :, offs[t]:offs[t] + length]
+        total = m * per
+        x = xp.zeros((c, total + reach), dtype=data.dtype)
+        x[:, :total].reshape((c, m) + padded)[inner] = data[b:b + m].swapaxes(0, 1)
+        span = total + max(offs)
+        cols = xp.empty((c, kw, span), dtype=data.dtype)
+        for j in range(kw):
+            cols[:, j] = x[:, j * dw:j * dw + span]
+        cols = cols.reshape(g, cg * kw, span)
+        acc = None
+        for t, off in enumerate(offs):
+            prod = xp.matmul(w[t], cols[:, :, off:off + total]) if g > 1 else \
+                xp.matmul(w[t, 0], cols[0, :, off:off + total])[None]
+            if acc is None:
+                acc = prod
+            else:
+                acc += prod
         full = acc.reshape((f, m) + padded)
         res[b:b + m] = full[(slice(None), slice(None))
                             + tuple(slice(0, o) for o in out)].swapaxes(0, 1)
