@@ -36,15 +36,20 @@ def register_layer(name: str, inputs: tuple, params: tuple, kernel: Callable[...
     the parameters in :data:`BACKEND_PARAMS` left out (``layout`` checked)."""
     n = len(inputs)
     variadic = n == 1 and inputs[0].startswith("*")
-    used = tuple((i, p.name) for i, p in enumerate(params) if p.name not in BACKEND_PARAMS)
-    layout_at = next((i for i, p in enumerate(params) if p.name == "layout"), None)
-
-    def impl(xp: Any, *args: Any) -> Any:
-        if layout_at is not None:
-            _check_layout(name, args[n + layout_at])
-        kw = {pname: args[n + i] for i, pname in used}
-        arrays = args[0] if variadic else args[:n]
-        return kernel(xp, *arrays, **kw)
+    # impl(xp, <arrays>, <every parameter>) -> kernel(xp, <arrays>, name=value...),
+    # written out once (no per-call dict), the layout checked where there is one
+    arrays = ["arrs"] if variadic else [f"a{i}" for i in range(n)]
+    pnames = [f"p{i}" for i in range(len(params))]
+    body = [f"def impl(xp, {', '.join(arrays + pnames)}):"]
+    for i, p in enumerate(params):
+        if p.name == "layout":
+            body.append(f"    _check_layout(NAME, p{i})")
+    kws = [f"{p.name}=p{i}" for i, p in enumerate(params) if p.name not in BACKEND_PARAMS]
+    call_arrays = "*arrs" if variadic else ", ".join(arrays)
+    body.append(f"    return KERNEL(xp, {', '.join([call_arrays] + kws)})")
+    env = {"KERNEL": kernel, "NAME": name, "_check_layout": _check_layout}
+    exec(compile("\n".join(body) + "\n", f"<layer {name}>", "exec"), env)  # noqa: S102
+    impl = env["impl"]
 
     impl.__module__ = kernel.__module__
     impl.__name__ = kernel.__name__
