@@ -35,7 +35,7 @@ TOLERANT = {
     "hard_sigmoid", "smooth_l1", "broadcast_power", "broadcast_hypot", "power", "reciprocal",
     "mean", "sum", "nansum", "prod", "nanprod", "norm", "moments", "sum_axis", "dot",
     "batch_dot", "khatri_rao", "cumsum", "add_n", "ElementWiseSum", "broadcast_div", "divide",
-    "true_divide", "elemwise_div",
+    "true_divide", "elemwise_div", "Correlation",
 } | {n for n in BY_OP if n.startswith("linalg")}
 RTOL = {"float16": 2e-3, "float32": 2e-5, "float64": 1e-10}
 
@@ -49,6 +49,8 @@ DEVIATIONS = {
     ("cumsum", "dtype"): ("returns", "MXNet refuses a negative axis"),
     ("norm", "out_dtype"): ("returns", "MXNet fails on an out_dtype other than the input's"),
     ("erfinv", "int32"): ("returns", "NaN cast to int32 is undefined"),
+    ("amp_multicast", ""): ("returns", "MXNet's CPU (MKLDNN) build fails on any dtype"),
+    ("amp_multicast", "narrow"): ("returns", "MXNet's CPU (MKLDNN) build fails on any dtype"),
     **{(op, "empty"): ("returns", "MXNet fails reducing an empty axis")
        for op in ("sum", "mean", "prod", "nansum", "nanprod")},
 }
@@ -104,7 +106,7 @@ def replay(c):
             fn(*call_args, **kwargs)
         return "deviation"
     if deviation:
-        assert isinstance(fn(*call_args, **kwargs), mx.nd.NDArray), where
+        assert isinstance(fn(*call_args, **kwargs), (mx.nd.NDArray, list)), where
         return "deviation"
     if "error" in want:
         with pytest.raises(MXNetError):

@@ -23,8 +23,10 @@ PAGE = ROOT / "docs" / "operators.md"
 
 _TITLES = {
     "unary": "Elementwise unary", "binary": "Binary, broadcast and comparison",
-    "reduce": "Reductions", "shape": "Shape, joining and casting", "indexing": "Indexing",
+    "reduce": "Reductions", "shape": "Shape, joining and casting",
+    "slicing": "Slicing and cropping", "indexing": "Indexing",
     "linalg": "Linear algebra (`mx.nd.linalg`)", "misc": "Products and the rest",
+    "vision": "Regions and correlation",
 }
 _SPACE = {"nd": "`mx.nd`, `mx.nd.op`", "linalg": "`mx.nd`, `mx.nd.op`, `mx.nd.linalg`",
           "python": "`mx.nd` (MXNet's Python function)", "contrib": "`mx.nd.contrib`",

@@ -327,3 +327,51 @@ for short in ("gemm2", "potrf", "inverse", "det", "extractdiag"):
     A = SPD if short != "gemm2" else arr((2, 3), F32)
     case(f"linalg.{short}", A, *([arr((3, 2), F32)] if short == "gemm2" else []),
          tag="linalg_namespace")
+
+# ---------------------------------------------------------------- slicing extras, python functions
+case("slice_assign", arr((3, 4), F32), arr((2, 2), F32), (0, 1), (2, 3), (None, None),
+     method=True)
+case("slice_assign_scalar", arr((3, 4), F32), 7.0, (1, 0), (3, 4), (1, 2), method=True)
+case("split_v2", arr((6, 2), F32), (2, 3), method=True, tag="method")
+case("amp_multicast", arr((2,), F32), arr((2,), F64), num_outputs=2)
+case("amp_multicast", arr((2,), F32), arr((2,), F64), num_outputs=2, cast_narrow=True,
+     tag="narrow")
+case("linspace", 0, 1, 5)
+case("linspace", -1, 3, 4, endpoint=False, dtype="float64", tag="no_end")
+case("onehot_encode", arr((3,), F32, values=[1, 0, 2]), arr((3, 3), F32, values=[9] * 9))
+
+# ---------------------------------------------------------------- multi-weight SGD updates
+W = lambda dt=F32: arr((2, 3), dt)  # noqa: E731
+case("multi_sgd_update", W(), W(), W(), W(), lrs=(0.1, 0.2), wds=(0.01, 0.0), num_weights=2,
+     out=[W(), W()])
+case("multi_sgd_update", W(), W(), lrs=(0.5,), wds=(0.1,), rescale_grad=0.5,
+     clip_gradient=1.0, out=[W()], tag="one_clip")
+case("multi_sgd_mom_update", W(), W(), W(), W(), W(), W(), lrs=(0.1, 0.2), wds=(0.0, 0.01),
+     momentum=0.9, num_weights=2, out=[W(), W()])
+case("multi_mp_sgd_update", W(F16), W(F16), W(), lrs=(0.1,), wds=(0.01,), out=[W(F16)])
+case("multi_mp_sgd_mom_update", W(F16), W(F16), W(), W(), lrs=(0.1,), wds=(0.01,),
+     momentum=0.5, out=[W(F16)])
+case("preloaded_multi_sgd_update", W(), W(), W(), W(), arr((2,), F32, values=[0.1, 0.3]),
+     arr((2,), F32, values=[0.0, 0.02]), num_weights=2, out=[W(), W()])
+case("preloaded_multi_sgd_mom_update", W(), W(), W(), arr((1,), F32, values=[0.1]),
+     arr((1,), F32, values=[0.01]), momentum=0.9, out=[W()])
+case("preloaded_multi_mp_sgd_update", W(F16), W(F16), W(), arr((1,), F32, values=[0.1]),
+     arr((1,), F32, values=[0.01]), out=[W(F16)])
+case("preloaded_multi_mp_sgd_mom_update", W(F16), W(F16), W(), W(),
+     arr((1,), F32, values=[0.1]), arr((1,), F32, values=[0.01]), momentum=0.5,
+     out=[W(F16)])
+case("multi_sgd_update", W(), W(), W(), lrs=(0.1,), wds=(0.0,), out=[W()],
+     tag="bad_count")
+
+# ---------------------------------------------------------------- vision
+case("ROIPooling", arr((2, 2, 6, 8), F32),
+     arr((3, 5), F32, values=[0, 0, 0, 7, 5, 1, 2, 1, 5, 4, 0, 1.4, 0.6, 3.5, 2.5]),
+     pooled_size=(2, 3), spatial_scale=1.0)
+case("ROIPooling", arr((1, 3, 8, 8), F32),
+     arr((2, 5), F32, values=[0, 0, 0, 15, 15, 0, 4, 2, 10, 12]),
+     pooled_size=(3, 3), spatial_scale=0.5, tag="scale")
+case("Correlation", arr((1, 3, 7, 8), F32), arr((1, 3, 7, 8), F32))
+case("Correlation", arr((2, 2, 9, 9), F32), arr((2, 2, 9, 9), F32), kernel_size=3,
+     max_displacement=2, stride1=2, stride2=1, pad_size=2, tag="k3_pad")
+case("Correlation", arr((1, 2, 6, 6), F32), arr((1, 2, 6, 6), F32), max_displacement=2,
+     stride2=2, pad_size=1, is_multiply=False, tag="absdiff")

@@ -93,10 +93,11 @@ def _same_default(ours, theirs: str | None) -> bool:
     if theirs is None:
         return True
     a, b = _norm_default(ours), theirs.replace(" ", "")
+    if b.startswith("[") and isinstance(ours, tuple):  # MXNet's [0,0] is the tuple (0, 0)
+        b = "(" + b[1:-1] + ("," if b.count(",") == 0 and b != "[]" else "") + ")" \
+            if b != "[]" else b
     if a == b or (a in ("[]", "()") and b in ("[]", "()", "None")):
         return True
-    if a.startswith("(") and b.startswith("[") and a.strip("(),") == b.strip("[]"):
-        return True  # (a shape default MXNet prints as a list: [0,0])
     try:  # (MXNet prints float parameters' defaults as float32: 0.200000003)
         return abs(float(a) - float(b)) <= 1e-7 * max(1.0, abs(float(b)))
     except ValueError:
@@ -114,8 +115,8 @@ def param_mismatches() -> list:
         entry = next((registry[n] for n in opdef.names if n in registry), None)
         if entry is None:
             continue
-        # (array inputs: 'NDArray-or-Symbol...', and Crop's 'Symbol or Symbol[]')
-        theirs = [(a, t) for a, t in entry["args"] if not t.startswith(("NDArray", "Symbol"))]
+        theirs = [(a, t) for a, t in entry["args"]
+                  if not t.startswith(("NDArray", "Symbol"))]
         ours = [p for p in opdef.params]
         if [a for a, _ in theirs] != [p.name for p in ours]:
             out.append(f"{opdef.name}: parameters {[p.name for p in ours]}, MXNet "

@@ -36,7 +36,10 @@ _UPDATE_OPS = frozenset({
     "mp_lamb_update_phase1", "mp_lamb_update_phase2", "mp_nag_mom_update",
     "mp_sgd_mom_update", "mp_sgd_update", "multi_lars", "multi_sum_sq", "nag_mom_update",
     "rmsprop_update", "rmspropalex_update", "sgd_mom_update", "sgd_update",
-    "signsgd_update", "signum_update"})
+    "signsgd_update", "signum_update", "multi_sgd_update", "multi_sgd_mom_update",
+    "multi_mp_sgd_update", "multi_mp_sgd_mom_update", "preloaded_multi_sgd_update",
+    "preloaded_multi_sgd_mom_update", "preloaded_multi_mp_sgd_update",
+    "preloaded_multi_mp_sgd_mom_update"})
 
 
 def __getattr__(name: str):

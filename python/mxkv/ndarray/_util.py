@@ -21,6 +21,27 @@ _SUPPORTED_SET = frozenset(SUPPORTED_DTYPES)
 DEFAULT_DTYPE = np.dtype(np.float32)
 
 
+# numpy's floating-point warnings are off while an operator's kernel runs (MXNet
+# warns of nothing: log(-1) is NaN). numpy 2 keeps its error state in a context
+# variable, set and reset here in ~0.1 us, where ``np.errstate`` takes ~1.5 us.
+try:
+    from numpy._core.umath import _extobj_contextvar, _make_extobj
+    QUIET: Any = _make_extobj(all="ignore")
+    quiet_set, quiet_reset = _extobj_contextvar.set, _extobj_contextvar.reset
+except ImportError:  # numpy 1.x
+    QUIET = None
+
+    def quiet_set(_: Any) -> Any:
+        """Turn numpy's floating-point warnings off; returns the token for quiet_reset."""
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+
+    def quiet_reset(state: Any) -> None:
+        """Restore numpy's floating-point warnings as quiet_set found them."""
+        state.__exit__(None, None, None)
+
+
 def normalize_dtype(dtype: Any, default: np.dtype | None = DEFAULT_DTYPE) -> np.dtype:
     """``dtype`` (a name, numpy type or dtype object; None means ``default``) as np.dtype."""
     if dtype is None:

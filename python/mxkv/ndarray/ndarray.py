@@ -18,6 +18,7 @@ from ..base import MXNetError, numeric_types
 from ..context import Context, current_context, synchronize_streams, xp_for
 from ._reshape import infer_reshape
 from ._util import (
+    QUIET,
     MXNetIndexError,
     MXNetTypeError,
     MXNetValueError,
@@ -29,6 +30,8 @@ from ._util import (
     is_scalar,
     local_operand,
     normalize_dtype,
+    quiet_reset,
+    quiet_set,
     to_device,
 )
 from .cow import before_write
@@ -440,7 +443,8 @@ class NDArray:
                 raise MXNetTypeError(f"operator {sym}: operands have dtypes {a.dtype.name} "
                                      f"and {b.dtype.name}; cast one with astype first")
             try:
-                out_shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+                out_shape = a.shape if a.shape == b.shape else \
+                    tuple(np.broadcast_shapes(a.shape, b.shape))
             except ValueError:
                 raise MXNetValueError(f"operator {sym}: shapes {self.shape} and {other.shape} "
                                       f"cannot be broadcast together") from None
@@ -456,24 +460,40 @@ class NDArray:
         x, y = (b, a) if reverse else (a, b)
         if inplace:
             before_write(a)
+        if not self._ctx.uses_cupy:
+            tok = quiet_set(QUIET)
+            try:
+                return self._compute(xp, x, y, a, name, fname, inplace)
+            finally:
+                quiet_reset(tok)
         with device_scope(self._ctx), np.errstate(all="ignore"):
-            integer = a.dtype.kind in "biu"
-            if integer and name == "divide":
-                res = _int_true_divide(xp, x, y)
-            elif integer and name == "power":
-                res = xp.power(xp.asarray(x, dtype=np.float64), xp.asarray(y, dtype=np.float64))
-            elif name == "mod":  # MXNet: x % 0 is 0 (not NaN)
-                res = xp.where(xp.asarray(y) == 0, xp.zeros((), a.dtype), xp.mod(x, y))
-            elif inplace:
-                getattr(xp, fname)(x, y, out=a, casting="unsafe")
-                return self
-            else:
-                res = getattr(xp, fname)(x, y)
-            if inplace:
-                xp.copyto(a, res, casting="unsafe")
-                return self
-            if res.dtype != a.dtype:
-                res = res.astype(a.dtype)
+            return self._compute(xp, x, y, a, name, fname, inplace)
+
+    def _compute(self, xp: Any, x: Any, y: Any, a: Any, name: str, fname: str,
+                 inplace: bool) -> NDArray:
+        """``x OP y`` (``OP`` the xp function ``fname``) with MXNet's integer rules;
+        written into ``a`` (this array's buffer) when ``inplace``."""
+        integer = a.dtype.kind in "biu"
+        if integer and name == "divide":
+            res = _int_true_divide(xp, x, y)
+        elif integer and name == "power":
+            res = xp.power(xp.asarray(x, dtype=np.float64), xp.asarray(y, dtype=np.float64))
+        elif name == "mod":  # MXNet: x % 0 is 0 (not NaN)
+            res = xp.where(xp.asarray(y) == 0, xp.zeros((), a.dtype), xp.mod(x, y))
+        elif inplace:
+            getattr(xp, fname)(x, y, out=a, casting="unsafe")
+            return self
+        else:
+            res = getattr(xp, fname)(x, y)
+        if inplace:
+            xp.copyto(a, res, casting="unsafe")
+            return self
+        if res.dtype != a.dtype:
+            res = res.astype(a.dtype)
+        if type(res) is np.ndarray and res.flags.c_contiguous:  # (fresh: skip the checks)
+            out = object.__new__(NDArray)
+            out._array, out._ctx = res, self._ctx
+            return out
         return NDArray(res, self._ctx)
 
     def __add__(self, o): return self._binary(o, "add")

@@ -330,3 +330,73 @@ def multi_lars(lrs=None, weights_sum_sq=None, grads_sum_sq=None, wds=None, eta=N
         lars = (lr_ * f(eta)) * w_norm / ((np.sqrt(gss) * f(rescale_grad) + wd_ * w_norm)
                                           + f(eps))
     return _result(np.where(valid, lars, lr_).astype(f), lrs.context, out)
+
+
+def _multi(name: str, single: Callable, per: int, preloaded: bool) -> Callable:
+    """MXNet's ``multi_*``/``preloaded_multi_*`` form of ``single``: ``data`` holds
+    ``per`` arrays for each of ``num_weights`` weights (weight, grad, states...),
+    then, when ``preloaded``, the arrays of the learning rates and weight decays."""
+    def fn(*data, **kwargs):
+        out = kwargs.pop("out", None)
+        kwargs.pop("name", None)
+        num = int(kwargs.pop("num_weights", 1))
+        if preloaded:
+            if len(data) != per * num + 2:
+                raise MXNetError(f"{name}: {len(data)} arrays for num_weights={num} "
+                                 f"({per} per weight, then lrs and wds)")
+            lrs, wds = (np.asarray(dense_view(a, write=False)).reshape(-1).tolist()
+                        for a in data[-2:])
+            data = data[:-2]
+        else:
+            lrs, wds = kwargs.pop("lrs", None), kwargs.pop("wds", None)
+            _required(name, lrs=lrs, wds=wds)
+            lrs = [lrs] if np.isscalar(lrs) else list(lrs)
+            wds = [wds] if np.isscalar(wds) else list(wds)
+        if len(data) != per * num or len(lrs) != num or len(wds) != num:
+            raise MXNetError(f"{name}: num_weights={num} needs {per * num} arrays, {num} lrs "
+                             f"and {num} wds; got {len(data)}, {len(lrs)} and {len(wds)}")
+        outs = list(out) if isinstance(out, (list, tuple)) else [out] * num if num == 1 \
+            else [None] * num if out is None else None
+        if outs is None or len(outs) != num:
+            raise MXNetError(f"{name}: out must be a list of {num} arrays")
+        res = [single(*data[i * per:(i + 1) * per], lr=lrs[i], wd=wds[i], out=outs[i],
+                      **kwargs) for i in range(num)]
+        return res if num > 1 or isinstance(out, (list, tuple)) else res[0]
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"MXNet's ``{name}``: ``{single.__name__}`` for each of ``num_weights`` "
+                  "weights" + (", learning rates and weight decays as the last two arrays."
+                               if preloaded else ", with ``lrs`` and ``wds`` per weight."))
+    return fn
+
+
+def _sgd_multi_form(weight=None, grad=None, lr=None, wd=0, rescale_grad=1, clip_gradient=-1,
+                    out=None, **kwargs):
+    """:func:`sgd_update` as MXNet's multi-weight kernel computes it (the momentum
+    form with no momentum: ``w + (-(lr*wd)*w - G)``, not ``(1 - lr*wd)*w - G``)."""
+    k = sgd_kernel(lr, wd, rescale_grad, _clip(clip_gradient), 0.0)
+    return _run("multi_sgd_update", k, weight, grad, [None], out)
+
+
+def _mp_sgd_multi_form(weight=None, grad=None, weight32=None, lr=None, wd=0, rescale_grad=1,
+                       clip_gradient=-1, out=None, **kwargs):
+    """:func:`_sgd_multi_form` on the float32 master copy ``weight32``."""
+    k = sgd_kernel(lr, wd, rescale_grad, _clip(clip_gradient), 0.0)
+    return _run_mp("multi_mp_sgd_update", k, weight, grad, [None], weight32, out)
+
+
+multi_sgd_update = _multi("multi_sgd_update", _sgd_multi_form, 2, False)
+multi_sgd_mom_update = _multi("multi_sgd_mom_update", sgd_mom_update, 3, False)
+multi_mp_sgd_update = _multi("multi_mp_sgd_update", _mp_sgd_multi_form, 3, False)
+multi_mp_sgd_mom_update = _multi("multi_mp_sgd_mom_update", mp_sgd_mom_update, 4, False)
+preloaded_multi_sgd_update = _multi("preloaded_multi_sgd_update", _sgd_multi_form, 2, True)
+preloaded_multi_sgd_mom_update = _multi("preloaded_multi_sgd_mom_update", sgd_mom_update, 3,
+                                        True)
+preloaded_multi_mp_sgd_update = _multi("preloaded_multi_mp_sgd_update", _mp_sgd_multi_form, 3,
+                                       True)
+preloaded_multi_mp_sgd_mom_update = _multi("preloaded_multi_mp_sgd_mom_update",
+                                           mp_sgd_mom_update, 4, True)
+__all__ += [
+    "multi_mp_sgd_mom_update", "multi_mp_sgd_update", "multi_sgd_mom_update", "multi_sgd_update",
+    "preloaded_multi_mp_sgd_mom_update", "preloaded_multi_mp_sgd_update",
+    "preloaded_multi_sgd_mom_update", "preloaded_multi_sgd_update",
+]

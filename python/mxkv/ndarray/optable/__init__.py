@@ -5,7 +5,7 @@ generated from it (``mx.nd.<op>``, the NDArray methods, ``mx.nd.op``,
 How to add an operator
 ----------------------
 Pick the family file (``unary.py``, ``binary.py``, ``reduce.py``, ``shape.py``,
-``indexing.py``, ``linalg.py``, ``misc.py``; layer operators in ``nn_*.py``,
+``slicing.py``, ``indexing.py``, ``linalg.py``, ``misc.py``; layer operators in ``nn_*.py``,
 random ones in ``random.py``), or add one (< ~400 lines) and list it in
 :data:`FAMILIES` below. Then write the kernel over an array module and
 register it with MXNet's name, inputs and parameters (MXNet 1.9.1's order,
@@ -62,8 +62,9 @@ from .frontend import functions, install_methods, make_function
 from .registry import REQUIRED, OpDef, Param, clojure_name, get, iter_ops, lookup, op, register
 
 #: The family modules, imported in this order (each registers its operators).
-FAMILIES = ("unary", "binary", "reduce", "shape", "indexing", "linalg", "misc", "nn_conv",
-            "nn_pool", "nn_dense", "nn_norm", "nn_seq", "random", "random_pdf")
+FAMILIES = ("unary", "binary", "reduce", "shape", "slicing", "indexing", "linalg", "misc",
+            "vision", "nn_conv", "nn_pool", "nn_dense", "nn_norm", "nn_seq", "random",
+            "random_pdf")
 
 for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")

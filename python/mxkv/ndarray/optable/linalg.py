@@ -84,26 +84,28 @@ def _tri_solve(xp: Any, A: Any, B: Any, transpose: bool, rightside: bool, lower:
 
 _TRI = (Param("transpose", "boolean", False), Param("rightside", "boolean", False),
         Param("lower", "boolean", True), Param("alpha", "double", 1.0))
-register(OpDef(name="linalg_potrf", inputs=("A",), params=(), impl=_potrf,
-               aliases=("_linalg_potrf",), namespace="linalg",
-               doc="The lower Cholesky factor of symmetric positive definite ``A``.",
-               family="linalg"))
-register(OpDef(name="linalg_potri", inputs=("A",), params=(), impl=_potri,
-               aliases=("_linalg_potri",), namespace="linalg",
-               doc="The inverse of ``L L^T`` from its Cholesky factor ``A = L``.",
-               family="linalg"))
-register(OpDef(name="linalg_trmm", inputs=("A", "B"), params=_TRI,
-               impl=lambda xp, A, B, t, r, lo, al: _tri_solve(xp, A, B, t, r, lo, al,
-                                                             "linalg_trmm"),
-               aliases=("_linalg_trmm",), namespace="linalg", same_dtype=True,
-               doc="``alpha * op(A) B`` (``B op(A)`` with ``rightside``), A triangular.",
-               family="linalg"))
-register(OpDef(name="linalg_trsm", inputs=("A", "B"), params=_TRI,
-               impl=lambda xp, A, B, t, r, lo, al: _tri_solve(xp, A, B, t, r, lo, al,
-                                                             "linalg_trsm"),
-               aliases=("_linalg_trsm",), namespace="linalg", same_dtype=True,
-               doc="``X`` solving ``op(A) X = alpha B`` (``X op(A)`` with ``rightside``).",
-               family="linalg"))
+for _name, _impl, _doc in (
+        ("potrf", _potrf, "The lower Cholesky factor of symmetric positive definite ``A``."),
+        ("potri", _potri, "The inverse of ``L L^T`` from its Cholesky factor ``A = L``.")):
+    register(OpDef(name=f"linalg_{_name}", inputs=("A",), params=(), impl=_impl,
+                   aliases=(f"_linalg_{_name}",), namespace="linalg", doc=_doc,
+                   family="linalg"))
+
+
+def _triangular(opname: str) -> Any:
+    def impl(xp: Any, A: Any, B: Any, transpose: bool, rightside: bool, lower: bool,
+             alpha: float) -> Any:
+        return _tri_solve(xp, A, B, transpose, rightside, lower, alpha, opname)
+    return impl
+
+
+for _name, _doc in (("trmm", "``alpha * op(A) B`` (``B op(A)`` with ``rightside``), A "
+                             "triangular."),
+                    ("trsm", "``X`` solving ``op(A) X = alpha B`` (``X op(A)`` with "
+                             "``rightside``).")):
+    register(OpDef(name=f"linalg_{_name}", inputs=("A", "B"), params=_TRI,
+                   impl=_triangular(f"linalg_{_name}"), aliases=(f"_linalg_{_name}",),
+                   namespace="linalg", same_dtype=True, doc=_doc, family="linalg"))
 
 
 def _sumlogdiag(xp: Any, A: Any) -> Any:

@@ -25,6 +25,9 @@ def _prod(dims: Any) -> int:
 
 def _dot(xp: Any, lhs: Any, rhs: Any, transpose_a: bool, transpose_b: bool,
          forward_stype: Any) -> Any:
+    if lhs.ndim == 2 == rhs.ndim and not transpose_a and not transpose_b \
+            and lhs.shape[1] == rhs.shape[0]:
+        return xp.dot(lhs, rhs)  # (the common case, without the reshapes below)
     if lhs.ndim == 1 and rhs.ndim == 1:
         if lhs.shape != rhs.shape:
             raise MXNetValueError(f"dot: vectors of shapes {tuple(lhs.shape)} and "
@@ -216,3 +219,63 @@ for _fn in (moveaxis, split_v2, onehot_encode, histogram):
     register(OpDef(name=_fn.__name__, inputs=(), params=(), impl=None, frontend=_fn,
                    dtype="impl", namespace="python", doc=(_fn.__doc__ or "").split("\n")[0],
                    family="misc"))
+
+
+def reset_arrays(*data: NDArray, **kwargs: Any) -> None:
+    """MXNet's ``reset_arrays(*data, num_arrays)``: write zeros into every array."""
+    num = kwargs.pop("num_arrays", None)
+    kwargs.pop("name", None)
+    if kwargs:
+        raise MXNetValueError(f"reset_arrays: unexpected argument(s) {sorted(kwargs)}")
+    if num is None:
+        raise MXNetValueError("reset_arrays: required parameter 'num_arrays' is missing")
+    if int(num) != len(data) or not all(isinstance(a, NDArray) for a in data):
+        raise MXNetValueError(f"reset_arrays: num_arrays is {num}, {len(data)} arrays given")
+    for a in data:
+        a[:] = 0
+
+
+def linspace(start: float, stop: float, num: int, endpoint: bool = True, ctx: Any = None,
+             dtype: Any = np.float32) -> NDArray:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (MXNet's ``mx.nd.linspace``)."""
+    from ..creation import array
+    if int(num) < 0:
+        raise MXNetValueError(f"linspace: num must be >= 0, got {num}")
+    values = np.linspace(float(start), float(stop), int(num), endpoint=bool(endpoint))
+    return array(values.astype(np.dtype(dtype)), ctx=ctx, dtype=dtype)
+
+
+register(OpDef(name="reset_arrays", inputs=("*data",), params=(Param("num_arrays", "int"),),
+               impl=None, frontend=reset_arrays, dtype="impl",
+               doc="Write zeros into every array (returns nothing).", family="misc"))
+register(OpDef(name="linspace", inputs=(), params=(), impl=None, frontend=linspace,
+               dtype="impl", namespace="python", doc=(linspace.__doc__ or "").split("\n")[0],
+               family="misc"))
+
+
+def _slice_assign_method(self: NDArray, rhs: NDArray, begin: Any, end: Any,
+                         step: Any) -> NDArray:
+    """Write ``rhs`` into the region ``begin:end:step`` of this array; returns it."""
+    from .frontend import functions
+    return functions("internal")["_slice_assign"](self, rhs, begin=begin, end=end, step=step,
+                                                  out=self)
+
+
+def _slice_assign_scalar_method(self: NDArray, value: float, begin: Any, end: Any,
+                                step: Any) -> NDArray:
+    """Set the region ``begin:end:step`` of this array to ``value``; returns it."""
+    from .frontend import functions
+    return functions("internal")["_slice_assign_scalar"](self, value, begin=begin, end=end,
+                                                         step=step, out=self)
+
+
+def _split_v2_method(self: NDArray, indices_or_sections: Any, axis: int = 0,
+                     squeeze_axis: bool = False) -> Any:
+    """:func:`split_v2` of this array."""
+    return split_v2(self, indices_or_sections, axis=axis, squeeze_axis=squeeze_axis)
+
+
+# MXNet's NDArray methods that are not one operator's frontend
+NDArray.slice_assign = _slice_assign_method
+NDArray.slice_assign_scalar = _slice_assign_scalar_method
+NDArray.split_v2 = _split_v2_method

@@ -66,8 +66,14 @@ def _empty_max(xp: Any, a: Any, ax: Any, kd: bool, fn: str) -> Any:
     return getattr(a, fn)(axis=ax, keepdims=kd)
 
 
+def _sum(xp: Any, a: Any, ax: Any, kd: bool) -> Any:
+    # (integers sum in int64 and are cast back: the same bits as MXNet's wrapping sum)
+    return a.sum(axis=ax, keepdims=kd) if a.dtype != _F16 else \
+        a.sum(axis=ax, keepdims=kd, dtype=np.float32)
+
+
 _REDUCTIONS = {
-    "sum": (("sum_axis",), lambda xp, a, ax, kd: a.sum(axis=ax, keepdims=kd, dtype=_acc(a))),
+    "sum": (("sum_axis",), _sum),
     "mean": ((), lambda xp, a, ax, kd: a.mean(axis=ax, keepdims=kd, dtype=_acc(a))),
     "prod": ((), lambda xp, a, ax, kd: a.prod(axis=ax, keepdims=kd, dtype=_acc(a))),
     "nansum": ((), lambda xp, a, ax, kd: xp.nansum(a, axis=ax, keepdims=kd, dtype=_acc(a))),

@@ -1,5 +1,5 @@
 """Shape operators: reshape (MXNet's special codes), transpose, expand_dims,
-squeeze, flatten, stack, split, concat, tile, repeat, flip, swapaxes, slice*,
+squeeze, flatten, stack, split, concat, tile, repeat, flip, swapaxes,
 broadcast_to/like/axis, depth_to_space, space_to_depth, diag, cast,
 zeros_like, ones_like, shape_array, size_array, add_n.
 
@@ -15,7 +15,7 @@ import numpy as np
 from .._reshape import infer_reshape
 from .._util import MXNetTypeError, MXNetValueError
 from ..ndarray import _provided
-from .registry import OpDef, Param, register, shape_with_none
+from .registry import OpDef, Param, register
 
 
 def _axis(a: int, ndim: int, opname: str, extra: int = 0) -> int:
@@ -296,68 +296,6 @@ register(OpDef(name="SwapAxis", inputs=("data",),
                doc="``data`` with axes ``dim1`` and ``dim2`` exchanged.", family="shape"))
 
 
-def _slice(xp: Any, data: Any, begin: tuple, end: tuple, step: tuple) -> Any:
-    if len(begin) != len(end) or len(begin) > data.ndim or (step and len(step) != len(begin)):
-        raise MXNetValueError(f"slice: begin {begin}, end {end}, step {step} do not fit "
-                              f"shape {tuple(data.shape)}")
-    key = []
-    for i, (b, e) in enumerate(zip(begin, end)):
-        s = step[i] if step and step[i] is not None else 1
-        if s == 0:
-            raise MXNetValueError("slice: step 0 is not allowed")
-        key.append(slice(b, e, s))
-    res = data[tuple(key)]
-    return xp.ascontiguousarray(res)
-
-
-_OPT_SHAPE = "Shape(tuple)"
-register(OpDef(name="slice", inputs=("data",),
-               params=(Param("begin", _OPT_SHAPE, conv=shape_with_none),
-                       Param("end", _OPT_SHAPE, conv=shape_with_none),
-                       Param("step", _OPT_SHAPE, (), conv=shape_with_none)),
-               impl=_slice, aliases=("crop",), methods=("slice",),
-               doc="The region ``begin:end:step`` of ``data`` (None keeps an end).",
-               family="shape"))
-
-
-def _slice_axis(xp: Any, data: Any, axis: int, begin: int, end: Any) -> Any:
-    ax = _axis(axis, data.ndim, "slice_axis")
-    n = data.shape[ax]
-    b = begin + n if begin < 0 else begin
-    e = n if end is None else (end + n if end < 0 else end)
-    if not 0 <= b < e <= n:
-        raise MXNetValueError(f"slice_axis: [{begin}, {end}) is not a range of axis {axis} "
-                              f"of size {n}")
-    key = [slice(None)] * data.ndim
-    key[ax] = slice(b, e)
-    return xp.ascontiguousarray(data[tuple(key)])
-
-
-register(OpDef(name="slice_axis", inputs=("data",),
-               params=(Param("axis", "int"), Param("begin", "int"),
-                       Param("end", "int or None")),
-               impl=_slice_axis, methods=("slice_axis",),
-               doc="``data[begin:end]`` along ``axis``.", family="shape"))
-
-
-def _slice_like(xp: Any, data: Any, shape_like: Any, axes: tuple) -> Any:
-    axes = tuple(range(min(data.ndim, shape_like.ndim))) if not axes else \
-        tuple(_axis(a, data.ndim, "slice_like") for a in axes)
-    key = [slice(None)] * data.ndim
-    for a in axes:
-        if a >= shape_like.ndim or shape_like.shape[a] > data.shape[a]:
-            raise MXNetValueError(f"slice_like: shape_like {tuple(shape_like.shape)} does not "
-                                  f"fit data {tuple(data.shape)} on axis {a}")
-        key[a] = slice(0, shape_like.shape[a])
-    return xp.ascontiguousarray(data[tuple(key)])
-
-
-register(OpDef(name="slice_like", inputs=("data", "shape_like"),
-               params=(Param("axes", "Shape(tuple)", ()),), impl=_slice_like,
-               methods=("slice_like",), doc="``data`` cut to ``shape_like``'s shape.",
-               family="shape"))
-
-
 def _broadcast_to(xp: Any, data: Any, shape: tuple) -> Any:
     if len(shape) != data.ndim:
         raise MXNetValueError(f"broadcast_to: shape {shape} and input shape "
@@ -462,3 +400,4 @@ register(OpDef(name="diag", inputs=("data",),
                impl=_diag, methods=("diag",),
                doc="The ``k``-th diagonal of a >=2-d array, or the matrix with a 1-d array on "
                    "it.", family="shape"))
+
