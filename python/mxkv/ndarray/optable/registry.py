@@ -64,6 +64,8 @@ def _int(v: Any) -> int:
 
 
 def _shape(v: Any) -> tuple:
+    if type(v) is tuple and all(type(x) is int for x in v):  # (the common case, as is)
+        return v
     if isinstance(v, str):
         v = v.strip("()[] ")
         return tuple(int(x) for x in v.split(",") if x.strip() not in ("", "None"))
