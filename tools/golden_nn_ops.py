@@ -2,7 +2,9 @@
 
 Each case is one imperative ``mx.nd.<op>(*inputs, **params)`` call, as
 ``autograd`` leaves it outside a recording scope (inference: BatchNorm with the
-moving statistics, Dropout in ``mode='training'`` the identity). Inputs are
+moving statistics, Dropout in ``mode='training'`` the identity); the
+``train`` cases are recorded inside ``autograd.record(train_mode=True)`` and
+replayed on the kernel with ``training=True``. Inputs are
 described, not stored: ``{"rand": [seed, shape, dtype, kind]}`` is
 ``inputs.make`` below (numpy's legacy RandomState, whose streams numpy keeps
 fixed across versions), ``{"values": [...], "dtype": d}`` an explicit array.
@@ -50,6 +52,7 @@ def v(values, dtype=F):
 
 
 CASES: list = []
+TRAIN: list = []  # names of the cases recorded inside autograd.record(train_mode=True)
 
 
 def case(name, op, inputs, **params):
@@ -200,6 +203,11 @@ def _norm_cases():
                          "BatchNorm", [r(x, dt), r((3,), dt, "pos"), r((3,), dt),
                                        r((3,), dt), r((3,), dt, "pos")],
                          fix_gamma=fg, output_mean_var=omv, use_global_stats=ugs)
+        for fg in (True, False):  # (training mode: kernel-level, mxkv has no autograd)
+            TRAIN.append(f"batchnorm_train_{dt}_fix{int(fg)}")
+            case(TRAIN[-1], "BatchNorm", [r(x, dt), r((3,), dt, "pos"), r((3,), dt),
+                                          r((3,), dt), r((3,), dt, "pos")],
+                 fix_gamma=fg, output_mean_var=True)
         case(f"batchnorm_axis_last_{dt}", "BatchNorm",
              [r((4, 5, 3), dt), r((3,), dt, "pos"), r((3,), dt), r((3,), dt),
               r((3,), dt, "pos")], axis=-1, fix_gamma=False, eps=0.01)
@@ -387,7 +395,11 @@ def _error(exc) -> str:
 def run(name, op, inputs, params):
     arrays = [mx.nd.array(make(i), dtype=make(i).dtype) for i in inputs]
     try:
-        out = getattr(mx.nd, op)(*arrays, **params)
+        if name in TRAIN:
+            with mx.autograd.record(train_mode=True):
+                out = getattr(mx.nd, op)(*arrays, **params)
+        else:
+            out = getattr(mx.nd, op)(*arrays, **params)
         outs = out if isinstance(out, list) else [out]
         for o in outs:
             o.wait_to_read()
@@ -397,7 +409,7 @@ def run(name, op, inputs, params):
                   "list": isinstance(out, list), "unset_outputs": unset}
     except mx.base.MXNetError as exc:
         result = {"error": _error(exc)}
-    return {"name": name, "op": op, "inputs": inputs,
+    return {"name": name, "op": op, "inputs": inputs, "train": name in TRAIN,
             "params": {k: list(x) if isinstance(x, tuple) else x for k, x in params.items()},
             "mxnet": result}
 
