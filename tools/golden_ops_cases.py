@@ -375,3 +375,20 @@ case("Correlation", arr((2, 2, 9, 9), F32), arr((2, 2, 9, 9), F32), kernel_size=
      max_displacement=2, stride1=2, stride2=1, pad_size=2, tag="k3_pad")
 case("Correlation", arr((1, 2, 6, 6), F32), arr((1, 2, 6, 6), F32), max_displacement=2,
      stride2=2, pad_size=1, is_multiply=False, tag="absdiff")
+
+# ---------------------------------------------------------------- more empty arrays
+E03 = lambda: arr((0, 3), F32)  # noqa: E731
+case("broadcast_add", E03(), arr((1, 3), F32), empty=True, tag="empty")
+case("broadcast_mul", E03(), E03(), empty=True, tag="empty")
+case("elemwise_sub", E03(), E03(), empty=True, tag="empty")
+case("transpose", E03(), empty=True, tag="empty")
+case("concat", E03(), arr((2, 3), F32), dim=0, empty=True, tag="empty")
+case("dot", E03(), arr((3, 2), F32), empty=True, tag="empty")
+case("sort", E03(), empty=True, tag="empty")
+case("argmax", E03(), axis=1, empty=True, tag="empty")
+case("tile", E03(), reps=(2, 1), empty=True, tag="empty")
+case("clip", E03(), 0, 1, empty=True, tag="empty")
+case("take", arr((4, 3), F32), arr((0,), F32), empty=True, tag="empty_indices")
+case("one_hot", arr((0,), F32), depth=3, empty=True, tag="empty")
+case("expand_dims", E03(), axis=1, empty=True, tag="empty")
+case("reshape", E03(), shape=(3, 0), empty=True, tag="empty")

@@ -122,11 +122,11 @@ register(OpDef(
 
 def _arg(name: str) -> Callable[..., Any]:
     def impl(xp: Any, data: Any, axis: Any, keepdims: bool) -> Any:
-        if data.size == 0:
-            raise MXNetValueError(f"{name}: reduction over an empty array")
         if axis is not None and not -data.ndim <= axis < data.ndim:
             raise MXNetValueError(f"{name}: axis {axis} is out of range for a "
                                   f"{data.ndim}-d input")
+        if (data.shape[axis] if axis is not None else data.size) == 0:
+            raise MXNetValueError(f"{name}: reduction over an empty axis")
         res = getattr(xp, name)(data, axis=axis, keepdims=keepdims and axis is not None)
         return xp.asarray(res).astype(data.dtype)
     return impl
