@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-multihost bench-sweeps gpu-check gpu-check-quick lint clean
+.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-multihost bench-ops bench-sweeps gpu-check gpu-check-quick lint clean
 
 all: test
 
@@ -84,6 +84,11 @@ bench-dist: $(STAMP)
 MXNET_VENV ?= $(CURDIR)/.venv-mxnet
 bench-multihost: $(STAMP)
 	MXNET_VENV=$(MXNET_VENV) $(PY) benchmarks/multihost_bench.py $(BENCH_ARGS)
+
+# Operator calls (elementwise, broadcast, reduce, dot, Convolution at 1 KB and 64 MB)
+# against MXNet 1.9.1 and raw numpy, interleaved (benchmarks/ops_bench.py).
+bench-ops: $(STAMP)
+	bash benchmarks/run.sh ops $(BENCH_ARGS)
 
 # A full run (rows and sweeps) recorded in benchmarks/results and docs/benchmarks.md.
 bench-record: $(STAMP)
