@@ -179,12 +179,13 @@ def exponential(scale: Any = 1, shape: Any = None, dtype: Any = None,
                 ctx: Optional[Context] = None, out: Optional[NDArray] = None,
                 **kwargs: Any) -> NDArray:
     """Samples from an exponential distribution of mean ``scale`` (rate 1/scale)."""
+    lam: Any
     if isinstance(scale, NDArray):
         lam = NDArray(1.0 / scale._array, scale.context)
     elif isinstance(scale, numeric_types):
         if scale == 0:
             raise MXNetValueError("exponential: scale must not be 0")
-        lam = 1.0 / scale
+        lam = 1.0 / float(scale)
     else:
         lam = scale
     return _helper("exponential", [lam], shape, dtype, ctx, out)

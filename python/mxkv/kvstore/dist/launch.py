@@ -252,7 +252,10 @@ def _check_auth(address: str, trusted: bool) -> None:
     import ipaddress
     import socket
 
-    from ray._raylet import AuthenticationMode, get_authentication_mode
+    from ray._raylet import (  # type: ignore[attr-defined]
+        AuthenticationMode,
+        get_authentication_mode,
+    )
 
     if trusted or get_authentication_mode() == AuthenticationMode.TOKEN:
         return

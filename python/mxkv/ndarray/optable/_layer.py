@@ -49,7 +49,7 @@ def register_layer(name: str, inputs: tuple, params: tuple, kernel: Callable[...
     body.append(f"    return KERNEL(xp, {', '.join([call_arrays] + kws)})")
     env = {"KERNEL": kernel, "NAME": name, "_check_layout": _check_layout}
     exec(compile("\n".join(body) + "\n", f"<layer {name}>", "exec"), env)  # noqa: S102
-    impl = env["impl"]
+    impl: Any = env["impl"]
 
     impl.__module__ = kernel.__module__
     impl.__name__ = kernel.__name__

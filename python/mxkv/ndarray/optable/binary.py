@@ -8,7 +8,7 @@ give 0/1 in that dtype), integer ``/`` truncates toward zero, ``x % 0`` is
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Dict, Tuple
 
 import numpy as np
 
@@ -105,15 +105,15 @@ for _k, _aliases in (("add", ("_plus", "_add", "_grad_add")), ("sub", ("_minus",
                    same_dtype=True, doc=f"``lhs {_k} rhs`` for arrays of one shape.",
                    family="binary"))
 
-_BROADCAST = {
+_BROADCAST: Dict[str, Tuple[str, ...]] = {
     "add": ("broadcast_plus",), "sub": ("broadcast_minus",), "mul": (), "div": (),
     "mod": (), "power": (), "maximum": (), "minimum": (), "hypot": (),
     "equal": (), "not_equal": (), "greater": (), "greater_equal": (), "lesser": (),
     "lesser_equal": (), "logical_and": (), "logical_or": (), "logical_xor": (),
 }
-for _k, _aliases in _BROADCAST.items():
+for _k, _bc_aliases in _BROADCAST.items():
     register(OpDef(name=f"broadcast_{_k}", inputs=("lhs", "rhs"), params=(),
-                   impl=_broadcast(_KERNELS[_k], f"broadcast_{_k}"), aliases=_aliases,
+                   impl=_broadcast(_KERNELS[_k], f"broadcast_{_k}"), aliases=_bc_aliases,
                    same_dtype=True,
                    doc=f"``{_k}`` of ``lhs`` and ``rhs`` with numpy broadcasting, in their "
                        "dtype" + (" (0 or 1)" if _k in ("equal", "not_equal", "greater",
@@ -133,7 +133,7 @@ for _k in ("mod", "power", "maximum", "minimum", "hypot", "equal", "not_equal", 
 
 
 # ---------------------------------------------------------------- MXNet's Python wrappers
-_SCALAR_PY = {
+_SCALAR_PY: Dict[str, Callable[[Any, Any], Any]] = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b, "mod": lambda a, b: a % b, "power": lambda a, b: a ** b,
     "maximum": max, "minimum": min,
@@ -176,12 +176,15 @@ def _apply(key: str, pyname: str, lhs: Any, rhs: Any, out: Any) -> Any:
 
 
 def _wrapper(key: str, pyname: str) -> Callable[..., Any]:
+    fn: Callable[..., Any]
     if pyname == "power":
-        def fn(base: Any, exp: Any, out: Any = None) -> Any:
+        def fn_power(base: Any, exp: Any, out: Any = None) -> Any:
             return _apply(key, pyname, base, exp, out)
+        fn = fn_power
     else:
-        def fn(lhs: Any, rhs: Any, out: Any = None) -> Any:
+        def fn_binary(lhs: Any, rhs: Any, out: Any = None) -> Any:
             return _apply(key, pyname, lhs, rhs, out)
+        fn = fn_binary
     fn.__name__ = fn.__qualname__ = pyname
     fn.__doc__ = (f"MXNet's ``mx.nd.{pyname}``: ``broadcast_{key}`` of two arrays, the scalar "
                   "operator of an array and a scalar, the Python value of two scalars. "

@@ -12,7 +12,7 @@ first input's context, ``out=`` written and returned.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -150,7 +150,7 @@ def run_gpu(opdef: OpDef, ctx: Context, args: tuple, xs: tuple) -> Any:
     """The implementation on ``ctx``'s GPU (its device current)."""
     with device_scope(ctx), np.errstate(all="ignore"):
         try:
-            return opdef.impl(xp_for(ctx), *args)
+            return cast(Callable[..., Any], opdef.impl)(xp_for(ctx), *args)
         except Exception as exc:  # noqa: BLE001 (translated, re-raised)
             raise error(opdef, exc, xs) from None
 

@@ -276,6 +276,6 @@ def _split_v2_method(self: NDArray, indices_or_sections: Any, axis: int = 0,
 
 
 # MXNet's NDArray methods that are not one operator's frontend
-NDArray.slice_assign = _slice_assign_method
-NDArray.slice_assign_scalar = _slice_assign_scalar_method
-NDArray.split_v2 = _split_v2_method
+NDArray.slice_assign = _slice_assign_method  # type: ignore[attr-defined]
+NDArray.slice_assign_scalar = _slice_assign_scalar_method  # type: ignore[attr-defined]
+NDArray.split_v2 = _split_v2_method  # type: ignore[attr-defined]

@@ -135,7 +135,7 @@ def _conv_shifted(xp: Any, data: Any, weight: Any, res: Any, k: tuple, d: tuple,
         for j in range(kw):
             cols[:, j] = x[:, j * dw:j * dw + span]
         cols = cols.reshape(g, cg * kw, span)
-        acc = None
+        acc: Any = None
         for t, off in enumerate(offs):
             prod = xp.matmul(w[t], cols[:, :, off:off + total]) if g > 1 else \
                 xp.matmul(w[t, 0], cols[0, :, off:off + total])[None]

@@ -73,7 +73,7 @@ def pooling(xp: Any, data: Any, *, kernel: Sequence[int] = (), pool_type: str = 
         x = x ** pv if pv != 1 else x
     x = xp.pad(x, [(0, 0), (0, 0)] + [(p[i], p[i] + extra[i]) for i in range(nd)],
                mode="constant", constant_values=fill)
-    acc = None
+    acc: Any = None
     for idx in itertools.product(*map(range, k)):
         sl = tuple(slice(i, i + ss * (o - 1) + 1, ss) for i, ss, o in zip(idx, s, out))
         win = x[(slice(None), slice(None)) + sl]

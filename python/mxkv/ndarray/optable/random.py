@@ -79,7 +79,8 @@ def _random_frontend(kind: str, specs: tuple) -> Callable[..., Any]:
                                           f"{sorted(bound)}")
         return _random.random_draw(kind, tuple(vals), shape, ctx, dtype, out)
     fn.__name__ = fn.__qualname__ = f"random_{kind}"
-    fn.__signature__ = _signature([(n, _Null) for n in names + ["shape", "ctx", "dtype"]])
+    fn.__signature__ = _signature(  # type: ignore[attr-defined]
+        [(n, _Null) for n in names + ["shape", "ctx", "dtype"]])
     return fn
 
 
@@ -97,8 +98,8 @@ def _sample_frontend(kind: str, inputs: tuple) -> Callable[..., Any]:
                                           f"{sorted(bound)}")
         return _random.sample_draw(kind, tuple(arrays), shape, dtype, out)
     fn.__name__ = fn.__qualname__ = f"sample_{kind}"
-    fn.__signature__ = _signature([(n, None) for n in inputs]
-                                  + [("shape", _Null), ("dtype", _Null)])
+    fn.__signature__ = _signature(  # type: ignore[attr-defined]
+        [(n, None) for n in inputs] + [("shape", _Null), ("dtype", _Null)])
     return fn
 
 

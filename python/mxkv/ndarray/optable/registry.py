@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
@@ -91,7 +91,7 @@ def _str(v: Any) -> str:
     return v if isinstance(v, str) else str(v)
 
 
-def _dtype_name(v: Any) -> str:
+def _dtype_name(v: Any) -> Optional[str]:
     if v is None or isinstance(v, str):
         return v
     return np.dtype(v).name
