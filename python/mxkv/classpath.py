@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 __all__ = ["Layout", "layout", "classpath", "clojure_jars", "py4j_jar", "jar", "build",
-           "build_jar", "aot", "namespaces", "default_jvm_opts", "jvm_opts", "ClassDataArchive",
+           "build_jar", "aot", "namespaces", "default_jvm_opts", "jvm_opts", "REPORT_TO_STDERR",
+           "ClassDataArchive",
            "startup_classpath", "STARTUP_JVM_OPTS", "MissingDependency"]
 
 _CLOJURE_JARS = ("clojure.jar", "spec.alpha.jar", "core.specs.alpha.jar")
@@ -266,7 +267,7 @@ def aot(root: Path, out: Path, quiet: bool = True) -> Path:
               file=sys.stderr)
     form = ("(binding [*compile-path* %s] (doseq [n '[%s]] (compile n)))"
             % (_clj_string(str(out)), " ".join(nss)))
-    subprocess.run([java, "-cp", cp, "clojure.main", "-e", form], check=True,
+    subprocess.run([java, REPORT_TO_STDERR, "-cp", cp, "clojure.main", "-e", form], check=True,
                    stdin=subprocess.DEVNULL)
     return out
 
@@ -391,10 +392,19 @@ def default_jvm_opts() -> List[str]:
     return opts + (["-Xms1g"] if ram >= 8 << 30 else [])
 
 
+#: clojure.main writes the report of an uncaught error to stderr, not to a
+#: /tmp/clojure-*.edn file that nothing removes: every JVM mxkv starts gets it.
+REPORT_TO_STDERR = "-Dclojure.main.report=stderr"
+
+
 def jvm_opts() -> List[str]:
-    """``MXKV_JVM_OPTS`` split on blanks when set, else :func:`default_jvm_opts`."""
+    """``MXKV_JVM_OPTS`` split on blanks when set, else :func:`default_jvm_opts`;
+    plus :data:`REPORT_TO_STDERR` unless they set ``clojure.main.report``."""
     opts = _env("MXKV_JVM_OPTS")
-    return opts.split() if opts.strip() else default_jvm_opts()
+    opts = opts.split() if opts.strip() else default_jvm_opts()
+    if not any(o.startswith("-Dclojure.main.report=") for o in opts):
+        opts.append(REPORT_TO_STDERR)
+    return opts
 
 
 # ---------------------------------------------------------------- start-up
@@ -463,7 +473,8 @@ def _compile_specs(deps: List[str], out: Path, java: Optional[str]) -> bool:
             classes.mkdir()
             form = ("(binding [*compile-path* %s] (compile 'clojure.core.specs.alpha))"
                     % _clj_string(str(classes)))
-            r = subprocess.run([java, "-cp", os.pathsep.join(deps), "clojure.main", "-e", form],
+            r = subprocess.run([java, REPORT_TO_STDERR, "-cp", os.pathsep.join(deps),
+                                "clojure.main", "-e", form],
                                stdin=subprocess.DEVNULL, capture_output=True, timeout=600)
             files = sorted((classes / _CORE_SPECS).parent.rglob("*.class"))
             if r.returncode != 0 or not (classes / (_CORE_SPECS + "__init.class")).is_file():

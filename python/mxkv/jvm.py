@@ -32,6 +32,7 @@ import threading
 from typing import Any, Dict, Optional, Sequence
 
 from .base import MissingDependencyError, MXNetError
+from .supervise import quiet_ray_off_main_thread
 
 __all__ = ["start", "stop", "started", "eval", "load_file", "require", "var", "run_main",
            "publish", "unpublish", "intern", "to_clojure", "to_python", "engine"]
@@ -119,6 +120,7 @@ def start(jvm_args: Optional[Sequence[str]] = None,
                            convertStrings=False)
             _host["archive"] = archive
         _install(jpype)
+        quiet_ray_off_main_thread()   # the engine's calls come on the JVM's threads
         _started = True
         atexit.register(_at_exit)
 
