@@ -34,10 +34,12 @@ test: test-python test-interop
 
 # The inner loop: every test that needs no JVM, no Ray cluster and not the
 # docs runner (tests/conftest.py marks those by directory and fixture), so no
-# Clojure set-up either. About a minute on 2 cores; `make test` runs the rest.
-FAST_MARKS := not (jvm or ray or docs)
+# Clojure set-up either. About 30 s on 2 cores; `make test` runs the rest.
+# Property tests draw 150 examples here, 1000 in `make test` (the hypothesis
+# profile, tests/conftest.py); the whole-tree lint checks are `make lint`'s.
+FAST_MARKS := not (jvm or ray or docs or lint)
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "$(FAST_MARKS)" tests
+	MXKV_HYPOTHESIS_PROFILE=fast $(PY) -m pytest -q -m "$(FAST_MARKS)" tests
 
 # The Python suite launches Clojure workers too (tests/distributed): it needs the JVM side.
 test-python: clojure
