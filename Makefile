@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-sweeps gpu-check gpu-check-quick lint clean
+.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-sweeps bench-smoke gpu-check gpu-check-quick lint clean
 
 all: test
 
@@ -68,6 +68,12 @@ golden:
 # The rows, then the sweeps (how cost grows with keys, size and devices).
 bench: $(STAMP)
 	bash benchmarks/run.sh full $(BENCH_ARGS)
+
+# Does every benchmark still run? Each script's --help (or import), and each
+# row and sweep's first point once, mxkv alone: about 30 s, no MXNet venv
+# (benchmarks/smoke.py). CI runs it after `make test` (.ci/run).
+bench-smoke: $(STAMP)
+	$(PY) benchmarks/smoke.py
 
 bench-quick: $(STAMP)
 	bash benchmarks/run.sh quick $(BENCH_ARGS)
