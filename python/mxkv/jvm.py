@@ -31,6 +31,7 @@ import os
 import threading
 from typing import Any, Dict, Optional, Sequence
 
+from . import classpath as cp
 from .base import MissingDependencyError, MXNetError
 from .supervise import quiet_ray_off_main_thread
 
@@ -110,8 +111,6 @@ def start(jvm_args: Optional[Sequence[str]] = None,
                                  "classes: call mxkv.jvm.start() before other code starts one, "
                                  "or start it with `mxkv classpath` on its classpath") from None
         else:
-            from . import classpath as cp
-
             path = cp.startup_classpath(
                 os.pathsep.join([cp.classpath(require_py4j=False), *extra_classpath]))
             args = [*cp.jvm_opts(), "-Dmxkv.transport=jpype", *(jvm_args or [])]
