@@ -10,7 +10,7 @@ try:
     from ..base import MissingDependencyError as MissingDependency
     from ..base import env as _read_env
 except ImportError:  # loaded on its own by the wheel's build hook (no numpy there)
-    _read_env = None
+    _read_env = None  # type: ignore[assignment]
 
     class MissingDependency(RuntimeError):  # type: ignore[no-redef]
         """Something the JVM side needs is not installed; the message says what to install."""

@@ -42,8 +42,8 @@ REPORT_TO_STDERR = "-Dclojure.main.report=stderr"
 def jvm_opts() -> List[str]:
     """``MXKV_JVM_OPTS`` split on blanks when set, else :func:`default_jvm_opts`;
     plus :data:`REPORT_TO_STDERR` unless they set ``clojure.main.report``."""
-    opts = env("MXKV_JVM_OPTS")
-    opts = opts.split() if opts.strip() else default_jvm_opts()
+    raw = env("MXKV_JVM_OPTS")
+    opts = raw.split() if raw.strip() else default_jvm_opts()
     if not any(o.startswith("-Dclojure.main.report=") for o in opts):
         opts.append(REPORT_TO_STDERR)
     return opts
