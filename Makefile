@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-sweeps gpu-check gpu-check-quick lint clean
+.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-ops bench-sweeps gpu-check gpu-check-quick lint clean
 
 all: test
 
@@ -77,6 +77,11 @@ bench-sweeps: $(STAMP)
 # Distributed jobs (dist_sync, ResNet-50's parameters) against MXNet's ps-lite.
 bench-dist: $(STAMP)
 	bash benchmarks/run.sh dist $(BENCH_ARGS)
+
+# Operator calls (elementwise, broadcast, reduce, dot, Convolution at 1 KB and 64 MB)
+# against MXNet 1.9.1 and raw numpy, interleaved (benchmarks/ops_bench.py).
+bench-ops: $(STAMP)
+	bash benchmarks/run.sh ops $(BENCH_ARGS)
 
 # A full run (rows and sweeps) recorded in benchmarks/results and docs/benchmarks.md.
 bench-record: $(STAMP)

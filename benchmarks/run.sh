@@ -11,6 +11,7 @@
 #                                    # `make bench-sweeps`: how cost grows (benchmarks/sweeps.py)
 #     bash benchmarks/run.sh profile resnet50_sgd      # where mxkv spends a workload's time
 #     bash benchmarks/run.sh dist      # `make bench-dist`: dist_sync jobs, MXNet vs mxkv on Ray
+#     bash benchmarks/run.sh ops       # `make bench-ops`: operator calls (benchmarks/ops_bench.py)
 #
 # Results go to benchmarks/.results/ (untracked) unless --record is given.
 # Exits non-zero when a row or sweep point errors or misses its target.
@@ -39,11 +40,11 @@ if [ "$MODULE" != mxnet ] && [ ! -x "$KVPY" ]; then
 fi
 
 case "$MODE" in
-    quick|full|dist|sweeps) ;;
+    quick|full|dist|sweeps|ops) ;;
     profile)
         exec "$KVPY" "$ROOT/benchmarks/profile_mxkv.py" "$@" ;;
     *)
-        echo "usage: bash benchmarks/run.sh quick|full|dist|sweeps [options] | profile WORKLOAD" >&2
+        echo "usage: bash benchmarks/run.sh quick|full|dist|sweeps|ops [options] | profile WORKLOAD" >&2
         exit 2 ;;
 esac
 
@@ -53,6 +54,10 @@ MXPY="$(bash "$ROOT/tools/mxnet-venv.sh")"
 # The harness check runs MXNet on both sides, so both use MXNet's venv.
 if [ "$MODULE" = mxnet ] && [ -z "${BENCH_MXKV_PYTHON:-}" ]; then
     KVPY="$MXPY"
+fi
+
+if [ "$MODE" = ops ]; then    # operator calls, mxkv vs MXNet vs numpy: benchmarks/ops_bench.py
+    exec "$KVPY" "$ROOT/benchmarks/ops_bench.py" --mxnet-python "$MXPY" "$@"
 fi
 
 if [ "$MODE" = dist ]; then   # whole distributed jobs, both sides: benchmarks/dist_bench.py

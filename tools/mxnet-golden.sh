@@ -7,6 +7,7 @@
 #   tests/golden/mxnet_states/        tools/golden_states.py  (optimizer states files)
 #   tests/golden/clj_ops.json         tools/golden_clj_ops.py (a training step's operators)
 #   tests/golden/differential.json.gz tools/differential.py golden (60 seeds x 200 calls)
+#   tests/golden/nn_ops.json.gz       tools/golden_nn_ops.py  (the layer operators)
 #   tests/golden/ops.json.gz          tools/golden_ops.py     (every table operator's cases)
 #   tests/golden/op_surface.json      tools/golden_op_surface.py (mx.nd's names, parameters)
 # Arguments are passed on to tools/mxnet_golden.py, e.g.
@@ -24,6 +25,7 @@ case " $* " in *" --only "*) exit 0 ;; esac
 "$PY" tools/golden_compression.py
 "$PY" tools/golden_states.py
 "$PY" tools/golden_clj_ops.py
+"$PY" tools/golden_nn_ops.py
 "$PY" tools/differential.py golden --seeds 60 --ops 200
 "$PY" tools/golden_ops.py
 "$PY" tools/golden_op_surface.py

@@ -204,6 +204,14 @@ def _source(opdef: OpDef, fname: str) -> str:
                 f"dict({', '.join(f'{p.name}={p.name}' for p in params)}), out)")
         names, args = [], []
         for i, n in enumerate(opdef.inputs):
+            if i and n in opdef.optional:  # (None passes through to the impl)
+                add(f"    x{i} = {n} if type({n}) is _ND or {n} is None else "
+                    f"_coerce(OP, {n!r}, {n})")
+                add(f"    a{i} = None if x{i} is None else x{i}._array if x{i}._ctx is ctx "
+                    f"else _peer(OP, x{i}, ctx)")
+                names.append(f"({n!r}, x{i})")
+                args.append(f"a{i}")
+                continue
             add(f"    x{i} = {n} if type({n}) is _ND else _coerce(OP, {n!r}, {n})")
             names.append(f"({n!r}, x{i})")
             if i == 0:

@@ -64,6 +64,8 @@ def _int(v: Any) -> int:
 
 
 def _shape(v: Any) -> tuple:
+    if type(v) is tuple and all(type(x) is int for x in v):  # (the common case, as is)
+        return v
     if isinstance(v, str):
         v = v.strip("()[] ")
         return tuple(int(x) for x in v.split(",") if x.strip() not in ("", "None"))
@@ -132,7 +134,8 @@ def converter(type_str: str) -> Callable[[Any], Any]:
         return _choices(tuple(n for n in names if n != "None"), optional)
     optional = t.endswith(" or None")
     base = t[:-len(" or None")] if optional else t
-    conv = {"int": _int, "long": _int, "int (non-negative)": _int, "float": _float,
+    conv = {"int": _int, "long": _int, "int (non-negative)": _int,
+            "long (non-negative)": _int, "float": _float,
             "double": _float, "boolean": _bool, "Shape(tuple)": _shape, "Shape": _shape,
             "string": _str, "tuple of <float>": _float_tuple, "tuple of <double>": _float_tuple,
             "any": lambda v: v}.get(base)
@@ -196,6 +199,8 @@ class OpDef:
     frontend:  optional hand-written ``mx.nd`` function replacing the generated
                one (a Python wrapper in MXNet too); the table still documents it.
     differences: documented differences from MXNet (docs/operators.md).
+    optional:  the inputs a caller may leave out (None reaches the impl):
+               ``bias`` with ``no_bias``, ``softmax``'s ``length``...
     """
 
     name: str
@@ -213,6 +218,7 @@ class OpDef:
     frontend: Callable[..., Any] | None = None
     differences: str = ""
     family: str = ""
+    optional: tuple = ()
 
     @property
     def variadic(self) -> bool:
