@@ -6,7 +6,8 @@ operators: namespaces ``nd``, ``linalg`` and the random ones; MXNet's Python
 wrappers and the hidden ``_`` operators have no clojure-mxnet function),
 with what clojure-mxnet's generator names and orders:
 
-* ``:op`` the MXNet name the bridge dispatches (``nd.invoke``);
+* ``:op`` the MXNet name the bridge dispatches (``nd.invoke``), ``:aliases``
+  its other names;
 * ``:ndarray`` the ``ndarray`` functions (``[& nd-array-and-params]``): the
   generator's ``clojure-case`` of the name and of each alias not starting with
   ``_``, as the Scala ``NDArray`` object had one function per registered name;
@@ -43,7 +44,7 @@ OUT = ROOT / "clojure" / "src" / "org" / "apache" / "clojure_mxnet" / "gen" / "o
 NAMES = ROOT / "tests" / "golden" / "clj_names.json"
 
 #: the table's namespaces with clojure-mxnet functions (registry operators)
-SPACES = ("nd", "linalg", "random")
+SPACES = ("nd", "linalg", "random", "update")
 
 
 def _edn(v) -> str:
@@ -86,9 +87,11 @@ def entries() -> list:
             if fn not in names:
                 names.append(fn)
         inputs = [n.lstrip("*") for n in d.inputs]
+        named_by = {case(n): n for n in public}
         out.append({
             "op": d.name,
-            "ndarray": list(dict.fromkeys(case(n) for n in public)),
+            "aliases": list(d.aliases),
+            "ndarray": named_by,
             "api": api,
             "random-api": rnd,
             "inputs": [case(n) for n in inputs],
@@ -99,6 +102,16 @@ def entries() -> list:
                        for p in d.params],
             "doc": (d.doc or f"MXNet's {d.name} operator.").strip().split("\n")[0],
         })
+    # Two MXNet names with one clojure-case (Crop and crop, slice's alias; MakeLoss
+    # and make_loss): the one upstream's generator wrote last keeps it (it wrote
+    # them in name order)
+    owner: dict = {}
+    for e in out:
+        for fn, mx_name in e["ndarray"].items():
+            if fn not in owner or mx_name > owner[fn][0]:
+                owner[fn] = (mx_name, e["op"])
+    for e in out:
+        e["ndarray"] = [fn for fn in e["ndarray"] if owner[fn][1] == e["op"]]
     return out
 
 

@@ -22,6 +22,18 @@
                                         "gen/operators.edn is not on the classpath")))))]
     (edn/read r)))
 
+(defn clojure-case
+  "clojure-mxnet's name for an MXNet name (its generator's clojure-case):
+   \"broadcast_add\" is broadcast-add, \"FullyConnected\" fully-connected."
+  [s]
+  (-> s
+      (string/replace #"(\s+)([A-Z][a-z]+)" "$1-$2")
+      (string/replace #"([A-Z]+)([A-Z][a-z]+)" "$1-$2")
+      (string/replace #"([a-z0-9])([A-Z])" "$1-$2")
+      (string/lower-case)
+      (string/replace "_" "-")
+      (string/replace "/" "div")))
+
 (defn operator-doc
   "The docstring of a generated function: the operator's line, then its
    inputs and parameters (type, default) in MXNet's order."

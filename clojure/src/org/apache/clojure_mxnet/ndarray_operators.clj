@@ -215,6 +215,49 @@
       (util/invalid! "Only 2D matrix is allowed to be transposed" {:shape shape})))
   (invoke "transpose" [ndarray]))
 
+(defn greater
+  "1 where `ndarray` is greater than the other operand (a number or
+   NDArray), else 0: a new NDArray (the Scala NDArray.greater; same as `>`)."
+  [ndarray ndarray-or-num]
+  (> ndarray ndarray-or-num))
+
+(defn greater-equal
+  "1 where `ndarray` is greater than or equal to the other operand, else 0
+   (the Scala NDArray.greaterEqual; same as `>=`)."
+  [ndarray ndarray-or-num]
+  (>= ndarray ndarray-or-num))
+
+(defn lesser
+  "1 where `ndarray` is less than the other operand, else 0 (the Scala
+   NDArray.lesser; same as `<`)."
+  [ndarray ndarray-or-num]
+  (< ndarray ndarray-or-num))
+
+(defn lesser-equal
+  "1 where `ndarray` is less than or equal to the other operand, else 0
+   (the Scala NDArray.lesserEqual; same as `<=`)."
+  [ndarray ndarray-or-num]
+  (<= ndarray ndarray-or-num))
+
+(defn unary--
+  "The array negated, element-wise: a new NDArray (the Scala unary_-)."
+  [ndarray]
+  (invoke "negative" [ndarray]))
+
+(defn equals
+  "True when `other` is an NDArray of the same shape and elements (read as
+   float32) as `ndarray` (the Scala equals; what `=` compares)."
+  [ndarray other]
+  (check-ndarray ndarray "the array")
+  (= ndarray other))
+
+(defn writable
+  "True: every mxkv NDArray can be written (the Scala writable; MXNet's
+   read-only arrays come from sparse views mxkv does not make)."
+  [ndarray]
+  (check-ndarray ndarray "the array")
+  true)
+
 (defn onehot-encode
   "Writes the one-hot encoding of `indices` (shape [n]) into `out` (shape
    [n depth]) and returns `out`."
