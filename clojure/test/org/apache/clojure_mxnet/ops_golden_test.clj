@@ -89,6 +89,14 @@
                   (when (= (:op spec) (:mxnet-op (meta v))) v))]
       (or (gen? mine) (some gen? (:ndarray spec))))))
 
+(def ^:private scala-derived
+  "MXNet's Python wrappers of two operands and the clojure-mxnet function of
+   the same meaning (from its Scala NDArray methods), called (f lhs rhs)."
+  {"add" "+" "subtract" "-" "multiply" "*" "divide" "div" "true_divide" "div" "modulo" "%"
+   "power" "power" "maximum" "maximum" "minimum" "minimum" "equal" "equal"
+   "not_equal" "not-equal" "greater" "greater" "greater_equal" "greater-equal"
+   "lesser" "lesser" "lesser_equal" "lesser-equal"})
+
 (defn- kebab [k] (keyword (string/replace (name k) "_" "-")))
 
 (defn- tolerant? [op]
@@ -122,8 +130,13 @@
   "One case through its generated Clojure function: :exact, :tolerance,
    :error, :deviation, or :no-function."
   [{:keys [op tag args kwargs method mxnet]}]
-  (let [f (generated-fn op)
-        where (str op "[" (if (string/blank? tag) "default" tag) "]" (when method " method"))]
+  (let [two (when (and (scala-derived op) (= 2 (count args)) (empty? kwargs)
+                        ;; a number first: only power, maximum and minimum take one
+                        (or (map? (first args)) (#{"power" "maximum" "minimum"} op)))
+              (ns-resolve 'org.apache.clojure-mxnet.ndarray (symbol (scala-derived op))))
+        f (or (generated-fn op) two)
+        where (str op "[" (if (string/blank? tag) "default" tag) "]" (when method " method")
+                   (when two (str " as ndarray/" (scala-derived op))))]
     (if-not f
       :no-function
       (let [args (mapv input args)
@@ -133,7 +146,9 @@
             positional (remove #(or (nd/ndarray? %) (and (vector? %) (every? nd/ndarray? %)))
                                args)
             named (into {} (map (fn [[k v]] [(kebab k) (input v)])) kwargs)
-            call #(apply f (concat arrays positional (when (seq named) [named])))
+            call (if two
+                   #(f (first args) (second args))
+                   #(apply f (concat arrays positional (when (seq named) [named]))))
             deviation (get deviations [op tag])]
         (cond
           (= :raises deviation)
