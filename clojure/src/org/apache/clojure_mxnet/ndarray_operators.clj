@@ -1,13 +1,12 @@
-;; The operators of org.apache.clojure-mxnet.ndarray (loaded by ndarray.clj
-;; into that namespace): arithmetic, comparisons, element-wise math,
-;; reductions, products. Each result is a new array that records what it was
-;; made from (see `dependencies`); the `...=` functions write into their
-;; first argument instead and return it.
-;;
-;; The operators clojure-mxnet generated from MXNet's registry keep its form
-;; `[& nd-array-and-params]`: the NDArray inputs, then the operator's
-;; parameters by position in MXNet's order; mxkv also takes a trailing map of
-;; parameters by name, e.g. (sum a {:axis 1 :keepdims true}).
+;; The hand-written operators of org.apache.clojure-mxnet.ndarray (loaded by
+;; ndarray.clj into that namespace): clojure-mxnet's Scala methods
+;; (arithmetic, comparisons, `t`, `onehot-encode` ...), and `invoke`, the call
+;; the generated operator functions make (ndarray_generated.clj): form
+;; `[& nd-array-and-params]`, the NDArray inputs, then the operator's
+;; parameters by position in MXNet's order, or a trailing map by name, e.g.
+;; (sum a {:axis 1 :keepdims true}). Each result is a new array that records
+;; what it was made from (see `dependencies`); the `...=` functions write into
+;; their first argument instead and return it.
 
 (in-ns 'org.apache.clojure-mxnet.ndarray)
 

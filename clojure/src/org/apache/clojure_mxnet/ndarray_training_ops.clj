@@ -1,12 +1,7 @@
-;; The operators of org.apache.clojure-mxnet.ndarray a training step calls
-;; (loaded by ndarray.clj into that namespace): random-uniform,
-;; random-normal, expand-dims, argmax, softmax, log-softmax, slice-axis,
-;; one-hot. They keep clojure-mxnet's generated form
-;; `[& nd-array-and-params]`: the NDArray inputs, then the operator's
-;; parameters by position in MXNet's order, or a trailing map by name.
-;;
-;; Also the two calls org.apache.clojure-mxnet.random, .ndarray-api and
-;; .ndarray-random-api are built on (`operator-call`, `random-call`).
+;; The calls the other namespaces are built on (loaded by ndarray.clj into
+;; org.apache.clojure-mxnet.ndarray): `operator-call` (ndarray-api and
+;; ndarray-random-api: an operator of the engine's table by MXNet's name) and
+;; `random-call` (random: the engine's random.seed and random.draw).
 
 (in-ns 'org.apache.clojure-mxnet.ndarray)
 
