@@ -76,7 +76,7 @@ def entries() -> list:
         if d.namespace not in SPACES or d.name.startswith("_"):
             continue
         public = [n for n in d.names if not n.startswith("_")]
-        api, rnd = [], []
+        api, rnd = {}, {}
         for n in public:
             if n in ("uniform", "normal", "Custom"):
                 continue
@@ -84,8 +84,7 @@ def entries() -> list:
             # X-like), or, for a name MXNet registers only hidden, its own
             space, fn = function.get(n, ["ndarray-api", case(n)])
             names = rnd if space == "ndarray-random-api" else api
-            if fn not in names:
-                names.append(fn)
+            names.setdefault(fn, n)
         inputs = [n.lstrip("*") for n in d.inputs]
         named_by = {case(n): n for n in public}
         out.append({
@@ -104,14 +103,15 @@ def entries() -> list:
         })
     # Two MXNet names with one clojure-case (Crop and crop, slice's alias; MakeLoss
     # and make_loss): the one upstream's generator wrote last keeps it (it wrote
-    # them in name order)
-    owner: dict = {}
-    for e in out:
-        for fn, mx_name in e["ndarray"].items():
-            if fn not in owner or mx_name > owner[fn][0]:
-                owner[fn] = (mx_name, e["op"])
-    for e in out:
-        e["ndarray"] = [fn for fn in e["ndarray"] if owner[fn][1] == e["op"]]
+    # them in name order), in each namespace
+    for space in ("ndarray", "api", "random-api"):
+        owner: dict = {}
+        for e in out:
+            for fn, mx_name in e[space].items():
+                if fn not in owner or mx_name > owner[fn][0]:
+                    owner[fn] = (mx_name, e["op"])
+        for e in out:
+            e[space] = [fn for fn in e[space] if owner[fn][1] == e["op"]]
     return out
 
 
