@@ -31,7 +31,7 @@ def test_every_registry_operator_of_the_table_has_its_clojure_names():
     from mxkv.ndarray import optable
     entries = {e["op"]: e for e in _gen().entries()}
     for d in optable.iter_ops():
-        if d.namespace in ("nd", "linalg", "random", "update") and not d.name.startswith("_"):
+        if d.namespace in _gen().SPACES and not d.name.startswith("_"):
             e = entries[d.name]
             # its name, unless another operator of the same clojure-case owns it
             # (MakeLoss and make_loss: the one upstream's generator wrote last)

@@ -44,7 +44,7 @@ OUT = ROOT / "clojure" / "src" / "org" / "apache" / "clojure_mxnet" / "gen" / "o
 NAMES = ROOT / "tests" / "golden" / "clj_names.json"
 
 #: the table's namespaces with clojure-mxnet functions (registry operators)
-SPACES = ("nd", "linalg", "random", "update")
+SPACES = ("nd", "linalg", "random", "update", "storage")
 
 
 def _edn(v) -> str:
