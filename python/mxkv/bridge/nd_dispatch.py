@@ -99,9 +99,9 @@ def invoke(mx: Any, name: str, inputs: List[Any], positional: Sequence[Any] = ()
     opdef = resolve(name)
     _check_inputs(opdef, inputs)
     kwargs = params(opdef, positional or (), named)
-    if kwargs.get("ctx") and isinstance(kwargs["ctx"], str) and _function(mx, opdef) is \
-            _FUNCTIONS.get(opdef.name):
+    fn = _function(mx, opdef)
+    if isinstance(kwargs.get("ctx"), str) and kwargs["ctx"] and fn is _FUNCTIONS.get(opdef.name):
         kwargs["ctx"] = ctx_param(kwargs["ctx"])  # MXNet's text "cpu(0)", as the table reads it
     if out is not None:
         kwargs["out"] = out
-    return _function(mx, opdef)(*inputs, **kwargs)
+    return fn(*inputs, **kwargs)

@@ -8,7 +8,7 @@
      (normal {:loc 0 :scale 0.1 :shape [10] :dtype \"float64\"})
      (randint -3 7)   (randint {:low 0 :high 10 :shape [4] :out a})
 
-   `:shape` is a vector or MXNet's text form \"(2,3)\" (default [1]),
+   `:shape` is a vector or MXNet's text form \"(2,3)\" (none: a 0-d array),
    `:ctx` a Context or \"cpu(0)\", `:out` an NDArray to write into and
    return. Drawn by the engine's mx.random, like the random namespace, so
    random/seed makes them repeat."
