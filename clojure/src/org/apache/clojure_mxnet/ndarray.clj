@@ -16,9 +16,11 @@
    AutoCloseable, so `with-open` works; closing twice does nothing),
    `dispose-deps` or a closing `org.apache.clojure-mxnet.resource-scope`.
 
-   This file holds the NDArray type, creation, conversions, copies, files
-   and lifetimes; the operators are in ndarray_operators.clj (same
-   namespace)."
+   This file holds the NDArray type, creation and lifetimes; contents,
+   copies and files are in ndarray_data.clj, the hand-written operators in
+   ndarray_operators.clj, and the functions generated from the engine's
+   operator table (`operator-specs`, see docs/clojure-api.md) in
+   ndarray_generated.clj (same namespace)."
   (:refer-clojure :exclude [* - + > >= < <= / abs cast concat flatten identity load max
                             min repeat reverse set sort take to-array empty shuffle
                             ref])
