@@ -61,3 +61,12 @@
                                                  :shape [4]}))))
     (is (re-find #"MXNet's clip" (:doc (meta #'api/clip))))
     (is (re-find #"`a-min`: float, required" (:doc (meta #'nd/clip))))))
+
+(deftest an-update-operator-writes-the-weight-in-place-through-out
+  (let [w (nd/array [1 2 3] [3])
+        g (nd/array [10 10 10] [3])]
+    (is (identical? w (nd/sgd-update w g {:lr 0.1 :out w})))
+    (is (= [0.0 1.0 2.0] (nd/->vec w)))
+    (let [fresh (api/sgd-update {:weight w :grad g :lr 0.1})]
+      (is (= [-1.0 0.0 1.0] (nd/->vec fresh)))
+      (is (= [0.0 1.0 2.0] (nd/->vec w)) "without :out the weight is left as it was"))))
