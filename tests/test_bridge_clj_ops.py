@@ -15,7 +15,13 @@ from test_bridge_facade import err, ok
 
 import mxkv as mx
 from mxkv.bridge import Arena, EngineFacade
-from mxkv.bridge.nd_shape_ops import infer_reshape
+from mxkv.ndarray._reshape import infer_reshape as _infer
+from mxkv.ndarray.optable.shape import _RESHAPE_MSG
+
+
+def infer_reshape(src, spec, reverse=False):
+    """The table's reshape rule, with the reshape operator's wording."""
+    return _infer(src, spec, reverse, _RESHAPE_MSG)
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "clj_ops.json").read_text())
 
@@ -45,6 +51,11 @@ def test_operator_matches_mxnet(facade, case):
           for i in case["inputs"]]
     answer = call(facade, "nd.invoke", case["op"], hs, [], case["named"])
     want = case["mxnet"]
+    if case["op"] == "SoftmaxOutput":
+        # out of the table's scope (a loss layer, docs/ndarray.md): Clojure's
+        # softmax-output composes the table's softmax, ndarray_api_test.clj checks it
+        assert "unknown NDArray operator 'SoftmaxOutput'" in err(answer)["message"]
+        return
     if "error" in want:
         assert err(answer)["type"] == "mxnet-error", answer
         return
@@ -57,7 +68,7 @@ def test_operator_matches_mxnet(facade, case):
 @pytest.mark.parametrize("case", GOLDEN["random"], ids=lambda c: c["name"])
 def test_random_draw_has_mxnets_shape_dtype_and_range(facade, case):
     kind = case["op"][len("random_"):]
-    meta = ok(call(facade, "random.invoke", case["op"], [], case["named"]))
+    meta = ok(call(facade, "nd.invoke", case["op"], [], [], case["named"]))
     want = case["mxnet"]
     assert meta[1] == want["shape"] and meta[2] == want["dtype"]
     v = facade.get(meta[0]).asnumpy()
@@ -74,7 +85,7 @@ def test_a_seed_repeats_the_draw_and_matches_mx_random(facade):
     b = mx.random.uniform(-1, 1, shape=(3, 4))
     np.testing.assert_array_equal(facade.get(a[0]).asnumpy(), b.asnumpy())
     ok(call(facade, "random.seed", 42))
-    c = ok(call(facade, "random.invoke", "random_uniform", [-1, 1, "(3, 4)"], None))
+    c = ok(call(facade, "nd.invoke", "random_uniform", [], [-1, 1, "(3, 4)"], None))
     np.testing.assert_array_equal(facade.get(c[0]).asnumpy(), b.asnumpy())
 
 
@@ -92,11 +103,11 @@ def test_random_refuses_bad_parameters(facade):
     assert "low (2) must not exceed high (1)" in e["message"]
     e = err(call(facade, "random.draw", "normal", [0, -1], [2], "cpu", 0, "float32", None))
     assert "scale must be positive, got -1" in e["message"]
-    e = err(call(facade, "random.invoke", "random_cauchy", [], None))
-    assert "unknown random operator 'random_cauchy'" in e["message"]
-    e = err(call(facade, "random.invoke", "random_uniform", [], {"lo": 1}))
-    assert "random_uniform has no parameter 'lo'" in e["message"]
-    e = err(call(facade, "random.invoke", "random_uniform", [0, 1, "(2,x)"], None))
+    e = err(call(facade, "nd.invoke", "random_cauchy", [], [], None))
+    assert "unknown NDArray operator 'random_cauchy'" in e["message"]
+    e = err(call(facade, "nd.invoke", "random_uniform", [], [], {"lo": 1}))
+    assert "random_uniform: unexpected argument(s) ['lo']" in e["message"]
+    e = err(call(facade, "nd.invoke", "random_uniform", [], [0, 1, "(2,x)"], None))
     assert "shape" in e["message"] and "(2,x)" in e["message"]
 
 
@@ -104,13 +115,13 @@ def test_reshape_special_dimensions():
     assert infer_reshape((2, 3, 4), (-4, 1, 2, -2)) == (1, 2, 3, 4)
     assert infer_reshape((10, 5, 4), (-1, 0), reverse=True) == (50, 4)
     assert infer_reshape((2, 3, 4), (-3, -2)) == (6, 4)
-    with pytest.raises(mx.MXNetError, match=r"cannot infer the -1 of \(5, -1\)"):
+    with pytest.raises(mx.MXNetError, match="the inferred dim does not divide the size"):
         infer_reshape((2, 3, 4), (5, -1))
-    with pytest.raises(mx.MXNetError, match="more than one -1"):
+    with pytest.raises(mx.MXNetError, match="one and only one dim can be inferred"):
         infer_reshape((2, 3, 4), (-1, -1))
-    with pytest.raises(mx.MXNetError, match=r"-4 splits dimension 2 into 3 x 1"):
+    with pytest.raises(mx.MXNetError, match="split dims 3, 1 do not divide input dim 2"):
         infer_reshape((2, 3), (-4, 3, 1, 0))
-    with pytest.raises(mx.MXNetError, match=r"-4 in \(-4, -1, -1\) is followed by two -1s"):
+    with pytest.raises(mx.MXNetError, match="split dims cannot both be -1"):
         infer_reshape((6,), (-4, -1, -1))  # (it gave (-6, -1), as MXNet refuses: both -1)
 
 
@@ -121,10 +132,9 @@ def test_reshape_special_dimensions():
     ((2, 3), (0, 0, 0), False), ((2, 3), (-3, -3), False), ((2, 3), (-5,), False)])
 def test_reshape_operator_and_ndarray_reshape_share_one_rule(src, spec, reverse):
     # one rule (ndarray/_reshape.py), each caller with its own wording
-    from mxkv.bridge import nd_shape_ops
     from mxkv.ndarray import _reshape
     from mxkv.ndarray import ndarray as core
-    assert set(nd_shape_ops._RESHAPE_ERRORS) == set(core._RESHAPE_ERRORS) == set(_reshape.PROBLEMS)
+    assert set(_RESHAPE_MSG) == set(core._RESHAPE_ERRORS) == set(_reshape.PROBLEMS)
     try:
         expected = infer_reshape(src, spec, reverse)
     except mx.MXNetError as exc:

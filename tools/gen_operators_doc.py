@@ -14,6 +14,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -43,9 +44,30 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _gen_clojure_ops():
+    """tools/gen_clojure_ops.py, which names the Clojure functions of each operator."""
+    spec = importlib.util.spec_from_file_location(
+        "gen_clojure_ops", Path(__file__).resolve().parent / "gen_clojure_ops.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _clojure(d, clojure_name, entry) -> str:
+    """The Clojure column: the generated functions' names, or why there is none."""
+    if entry is None:
+        return f"`{clojure_name(d.name)}` (no generated function: not a registry operator)"
+    names = [f"`{n}`" for n in entry["ndarray"]] or [
+        f"`{clojure_name(d.name)}` (another operator's: the name upstream kept)"]
+    names += [f"api `{n}`" for n in entry["api"]]
+    names += [f"random-api `{n}`" for n in entry["random-api"]]
+    return ", ".join(names)
+
+
 def render() -> str:
     """The page's text."""
     from mxkv.ndarray.optable import FAMILIES, clojure_name, iter_ops
+    generated = {e["op"]: e for e in _gen_clojure_ops().entries()}
     by_family = defaultdict(list)
     for d in iter_ops():
         by_family[d.family].append(d)
@@ -60,8 +82,10 @@ def render() -> str:
         "(`python/mxkv/ndarray/optable/`, `docs/ndarray.md`) and checked against MXNet "
         "1.9.1's recorded outputs (`tests/test_ops_golden.py`). **Python**: the `mx.nd` "
         "names (MXNet's name first, then its aliases) and the NDArray methods; "
-        "**Clojure**: clojure-mxnet's name of the operator (its generator's "
-        "`clojure-case`); parameters in MXNet's order, after the input arrays. Every "
+        "**Clojure**: the functions generated from the table under clojure-mxnet's "
+        "names (`docs/clojure-api.md`): in `ndarray` (`[& nd-array-and-params]`), then "
+        "`api` (`ndarray-api`) or `random-api` (`ndarray-random-api`); parameters in "
+        "MXNet's order, after the input arrays. Every "
         "generated function also takes `out=` and `name=`, as MXNet's.",
         "",
     ]
@@ -79,7 +103,7 @@ def render() -> str:
                 py += "; methods " + ", ".join(f"`.{m}()`" for m in d.methods)
             if d.namespace != "nd":
                 py += f" ({_SPACE.get(d.namespace, d.namespace)})"
-            clj = f"`{clojure_name(d.name)}`"
+            clj = _clojure(d, clojure_name, generated.get(d.name))
             inputs = ", ".join(f"`{n}`" for n in d.inputs) or "none"
             params = "; ".join(_param(p) for p in d.params) or "none"
             notes = d.doc.split("\n")[0]

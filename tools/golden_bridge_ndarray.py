@@ -2,7 +2,7 @@
 tests/golden/bridge_ndarray.json.
 
 The Clojure API calls operators by MXNet's name with positional parameters
-in MXNet's order (``mxkv/bridge/nd_operators.py``) and serializes arrays in
+in MXNet's order (``mxkv/bridge/nd_dispatch.py``) and serializes arrays in
 MXNet's raw-bytes layout (``mxkv/bridge/nd_bytes.py``). This records, for a
 set of cases, what MXNet itself returns: each operator's output values,
 dtype and shape (or that it raised), and the bytes MXNet's

@@ -40,6 +40,7 @@ from typing import Any, Dict
 import numpy as np
 
 from ..base import MXNetTypeError, MXNetValueError, env
+from . import random_ops  # noqa: F401 (registers random.seed, random.draw)
 from .arena import FOLLOW_SUPPORTED, HEADER, Arena
 from .interop_ops import InteropOps
 from .kvstore_ops import KVStoreOps

@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from ..base import MXNetIndexError, MXNetValueError
-from . import nd_bytes, nd_operators
+from . import nd_bytes, nd_dispatch
 from .arena import HEADER
 from .registry import op
 
@@ -126,15 +126,26 @@ class NDArrayOps:
         return self.meta(fn(b, a) if reverse else fn(a, b))
 
     @op("nd.invoke")
-    def _nd_invoke(self, name, hs, positional=(), kwargs=None):
-        """Operator ``name`` (see nd_operators.OPERATORS) on arrays ``hs`` with
-        parameters by position and by name: a new array."""
+    def _nd_invoke(self, name, hs, positional=(), kwargs=None, out=None):
+        """Operator ``name`` of the engine's table (see nd_dispatch) on arrays
+        ``hs`` with parameters by position and by name: a new array's meta, a
+        list of metas (several outputs), or, with ``out`` (a handle, or a list
+        of handles for several outputs), those arrays written and their metas."""
         arrays = [self.nd(h) for h in hs]
-        return self.meta(nd_operators.invoke(self.mx, name, arrays, positional or (), kwargs))
+        target = None
+        if out is not None:
+            target = [self.nd(h) for h in out] if isinstance(out, list) else self.nd(out)
+        res = nd_dispatch.invoke(self.mx, name, arrays, positional or (), kwargs, target)
+        if out is not None:
+            return ([self.meta(a, h) for a, h in zip(target, out)] if isinstance(out, list)
+                    else self.meta(target, out))
+        if isinstance(res, (list, tuple)):
+            return [self.meta(a) for a in res]
+        return self.meta(res)
 
     @op("nd.onehot_encode")
     def _nd_onehot_encode(self, indices, out):
-        nd_operators.onehot_encode(self.mx, self.nd(indices), self.nd(out))
+        self.mx.nd.onehot_encode(self.nd(indices), self.nd(out))
 
     @op("nd.set_value")
     def _nd_set_value(self, h, value):
@@ -226,12 +237,7 @@ class NDArrayOps:
 
     @op("nd.concat")
     def _nd_concat(self, hs, axis):
-        arrays = [self.nd(h) for h in hs]
-        concat = getattr(self.mx.nd, "concat", None)
-        if concat is not None:
-            return self.meta(concat(*arrays, dim=int(axis)))
-        host = np.concatenate([self.host(a) for a in arrays], axis=int(axis))
-        return self.meta(self.mx.nd.array(host, ctx=arrays[0].context, dtype=host.dtype))
+        return self.meta(self.mx.nd.concat(*[self.nd(h) for h in hs], dim=int(axis)))
 
     @op("nd.equal")
     def _nd_equal(self, h1, h2):

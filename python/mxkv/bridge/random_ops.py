@@ -10,9 +10,11 @@ numbers MXNet draws (its generators differ).
 * ``random.draw [kind, params, shape, dev_type, dev_id, dtype, out]``: the
   ``random`` namespace's form (``kind`` uniform or normal, ``params`` its two
   numbers; ``out`` a handle to write into, or null)
-* ``random.invoke [op, positional, named]``: MXNet's operator form
-  (``random_uniform`` with ``low, high, shape, ctx, dtype`` ...), where
-  ``shape`` may be MXNet's text ``"(2,3)"`` and ``ctx`` ``"cpu(0)"``.
+
+MXNet's operator form (``random_uniform`` with ``low, high, shape, ctx,
+dtype`` ..., ``sample_normal`` on arrays) is no operation of its own: it is
+the engine's operator table through ``nd.invoke`` (nd_dispatch.py), where
+``shape`` may be MXNet's text ``"(2,3)"`` and ``ctx`` ``"cpu(0)"``.
 """
 from __future__ import annotations
 
@@ -20,22 +22,9 @@ import re
 from typing import Any, Sequence
 
 from ..base import MXNetValueError
-from .nd_op_base import Operator
-from .nd_op_base import params as _params
 from .registry import op
 
-__all__ = ["RANDOM_OPERATORS", "parse_shape", "parse_ctx"]
-
-_P = ("shape", "ctx", "dtype")
-
-#: MXNet's random operator -> (mx.random function, its two numbers' defaults, Operator)
-RANDOM_OPERATORS = {
-    "random_uniform": ("uniform", (0.0, 1.0), Operator(0, ("low", "high") + _P, None)),
-    "random_normal": ("normal", (0.0, 1.0), Operator(0, ("loc", "scale") + _P, None)),
-    "random_gamma": ("gamma", (1.0, 1.0), Operator(0, ("alpha", "beta") + _P, None)),
-    "random_randint": ("randint", (None, None), Operator(0, ("low", "high") + _P, None)),
-}
-
+__all__ = ["parse_shape"]
 
 def parse_shape(shape: Any) -> tuple:
     """A shape from a list of ints or MXNet's text form ``"(2, 3)"``."""
@@ -53,18 +42,6 @@ def parse_shape(shape: Any) -> tuple:
     if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
         raise MXNetValueError(f"invalid shape {shape!r}: dimensions must be non-negative ints")
     return tuple(dims)
-
-
-def parse_ctx(mx: Any, ctx: Any):
-    """A Context from None (the default), ``"cpu(0)"`` or ``[dev_type, dev_id]``."""
-    if ctx is None:
-        return None
-    if isinstance(ctx, (list, tuple)) and len(ctx) == 2:
-        return mx.Context(str(ctx[0]), int(ctx[1]))
-    m = re.fullmatch(r"\s*(cpu|gpu|cpu_pinned|cpu_shared)\((\d+)\)\s*", str(ctx))
-    if not m:
-        raise MXNetValueError(f"invalid context {ctx!r}: expected e.g. \"cpu(0)\" or \"gpu(1)\"")
-    return mx.Context(m.group(1), int(m.group(2)))
 
 
 def _check(kind: str, a: Any, b: Any) -> None:
@@ -107,21 +84,3 @@ def _random_draw(self, kind, params, shape, dev_type, dev_id, dtype, out=None):
         raise MXNetValueError(f"random.draw: kind must be uniform or normal, got {kind!r}")
     a, b = params
     return _draw(self, kind, a, b, shape, self.ctx(dev_type, dev_id), dtype, out)
-
-
-@op("random.invoke")
-def _random_invoke(self, name, positional=(), kwargs=None, out=None):
-    """MXNet's random operator ``name`` with parameters by position and name."""
-    entry = RANDOM_OPERATORS.get(name)
-    if entry is None:
-        raise MXNetValueError(f"unknown random operator {name!r}; known: "
-                              f"{', '.join(sorted(RANDOM_OPERATORS))}")
-    kind, defaults, spec = entry
-    p = _params(name, spec, positional or (), kwargs or {})
-    first, second = spec.params[0], spec.params[1]
-    a = p.get(first) if p.get(first) is not None else defaults[0]
-    b = p.get(second) if p.get(second) is not None else defaults[1]
-    if a is None or b is None:
-        raise MXNetValueError(f"{name} needs {first} and {second}")
-    return _draw(self, kind, a, b, p.get("shape"), parse_ctx(self.mx, p.get("ctx")),
-                 p.get("dtype"), out)

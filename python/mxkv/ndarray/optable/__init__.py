@@ -64,7 +64,7 @@ from .registry import REQUIRED, OpDef, Param, clojure_name, get, iter_ops, looku
 #: The family modules, imported in this order (each registers its operators).
 FAMILIES = ("unary", "binary", "reduce", "shape", "slicing", "indexing", "linalg", "misc",
             "vision", "nn_conv", "nn_pool", "nn_dense", "nn_norm", "nn_seq", "random",
-            "random_pdf")
+            "random_pdf", "update", "storage")
 
 for _family in FAMILIES:
     importlib.import_module(f"{__name__}.{_family}")

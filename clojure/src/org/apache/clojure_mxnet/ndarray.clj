@@ -16,13 +16,18 @@
    AutoCloseable, so `with-open` works; closing twice does nothing),
    `dispose-deps` or a closing `org.apache.clojure-mxnet.resource-scope`.
 
-   This file holds the NDArray type, creation, conversions, copies, files
-   and lifetimes; the operators are in ndarray_operators.clj (same
-   namespace)."
+   This file holds the NDArray type, creation and lifetimes; contents,
+   copies and files are in ndarray_data.clj, the hand-written operators in
+   ndarray_operators.clj, and the functions generated from the engine's
+   operator table (`operator-specs`, see docs/clojure-api.md) in
+   ndarray_generated.clj (same namespace)."
   (:refer-clojure :exclude [* - + > >= < <= / abs cast concat flatten identity load max
                             min repeat reverse set sort take to-array empty shuffle
                             ref])
-  (:require [clojure.spec.alpha :as s]
+  (:require [clojure.edn :as edn]
+            [clojure.java.io :as io]
+            [clojure.spec.alpha :as s]
+            [clojure.string :as string]
             [org.apache.clojure-mxnet.base :as base]
             [org.apache.clojure-mxnet.bridge :as bridge]
             [org.apache.clojure-mxnet.context :as mx-context]
@@ -391,8 +396,13 @@
 
 (clojure.core/load "ndarray_operators")
 
-;;; ------------------------------------------------------------------ training-step operators
-;; random-uniform, expand-dims, argmax, softmax, slice-axis, one-hot, ... and
-;; the calls the random and ndarray-api namespaces are built on.
+;;; ------------------------------------------------------------------ the calls other namespaces use
+;; operator-call (ndarray-api, ndarray-random-api) and random-call (random).
 
 (clojure.core/load "ndarray_training_ops")
+
+;;; ------------------------------------------------------------------ generated operators
+;; every operator of the engine's table, as clojure-mxnet names it (last:
+;; a name defined by hand above keeps its own function).
+
+(clojure.core/load "ndarray_generated")

@@ -20,6 +20,19 @@
       (util/invalid! "The current array is not a scalar" {:shape (.-shape ^NDArray ndarray)}))
     (aget ^floats (bridge/read-floats (conn-of ndarray) id 1) 0)))
 
+(defn to-float64-array
+  "COPIES the contents into a new double[] (converted to float64)."
+  ^doubles [ndarray]
+  (bridge/read-array (conn-of ndarray) (hid ndarray) (element-count ndarray) :double))
+
+(defn to-float64-scalar
+  "The one element of a shape-[1] array, as a double. Throws ex-info
+   \"The current array is not a scalar\" for any other shape."
+  [ndarray]
+  (when-not (= [1] (shape-vec ndarray))
+    (util/invalid! "The current array is not a scalar" {:shape (shape-vec ndarray)}))
+  (aget ^doubles (to-float64-array ndarray) 0))
+
 (defn ->vec
   "The contents as a flat vector of floats, in row-major order: a COPY (a
    large array's lives in shared memory, owned by the vector); no element is
@@ -192,6 +205,12 @@
   [ndarray stype]
   (unary "nd.tostype" ndarray (name stype)))
 
+(defn to-sparse
+  "A copy of the array in storage type `stype` (MXNet's Scala toSparse):
+   \"row_sparse\" by default; see `tostype`."
+  ([ndarray] (to-sparse ndarray "row_sparse"))
+  ([ndarray stype] (tostype ndarray stype)))
+
 (defn concatenate
   "Joins arrays along an axis: 0 without options (as clojure-mxnet), else
    opts {:axis 1 (the default with options), :always-copy true}."
@@ -229,6 +248,18 @@
   [filename]
   (let [[names ndarrays] (load* filename)]
     (into {} (map (fn [n a] [(str n) a]) (or names (map str (range))) ndarrays))))
+
+(defn load2-map
+  "The arrays in file `filename` as a map of names to new arrays (the
+   Scala NDArray.load2Map; same as `load`)."
+  [filename]
+  (load filename))
+
+(defn load2-array
+  "The arrays in file `filename`, in their order, as a vector (the Scala
+   NDArray.load2Array; the names are dropped)."
+  [filename]
+  (second (load* filename)))
 
 (defn save-to-file
   "Writes one array to file `fname`, under the name \"default\". Returns nil."

@@ -1,13 +1,12 @@
-;; The operators of org.apache.clojure-mxnet.ndarray (loaded by ndarray.clj
-;; into that namespace): arithmetic, comparisons, element-wise math,
-;; reductions, products. Each result is a new array that records what it was
-;; made from (see `dependencies`); the `...=` functions write into their
-;; first argument instead and return it.
-;;
-;; The operators clojure-mxnet generated from MXNet's registry keep its form
-;; `[& nd-array-and-params]`: the NDArray inputs, then the operator's
-;; parameters by position in MXNet's order; mxkv also takes a trailing map of
-;; parameters by name, e.g. (sum a {:axis 1 :keepdims true}).
+;; The hand-written operators of org.apache.clojure-mxnet.ndarray (loaded by
+;; ndarray.clj into that namespace): clojure-mxnet's Scala methods
+;; (arithmetic, comparisons, `t`, `onehot-encode` ...), and `invoke`, the call
+;; the generated operator functions make (ndarray_generated.clj): form
+;; `[& nd-array-and-params]`, the NDArray inputs, then the operator's
+;; parameters by position in MXNet's order, or a trailing map by name, e.g.
+;; (sum a {:axis 1 :keepdims true}). Each result is a new array that records
+;; what it was made from (see `dependencies`); the `...=` functions write into
+;; their first argument instead and return it.
 
 (in-ns 'org.apache.clojure-mxnet.ndarray)
 
@@ -153,127 +152,59 @@
   (binop "<=" ndarray ndarray-or-num))
 
 ;;; ------------------------------------------------------------------ registry operators
+;; The operators of the engine's table are generated (ndarray_generated.clj,
+;; from gen/operators.edn); these are the calls they are built on.
 
 (defn- param
-  "A parameter value as the engine reads it."
+  "A parameter value as the engine reads it: a Context as \"cpu(0)\", a
+   Shape or DType by its value, a keyword by its name."
   [x]
   (cond
     (instance? org.apache.clojure_mxnet.shape.Shape x) (mx-shape/->vec x)
     (instance? org.apache.clojure_mxnet.dtype.DType x) (str x)
+    (instance? Context x) (str x)
     (keyword? x) (name x)
     :else x))
 
+(defn- named-params [m]
+  (when m
+    (into {} (map (fn [[k v]] [k (param v)])) (util/convert-map m))))
+
+(defn- check-out [op-name out]
+  (when-not (or (nil? out) (ndarray? out) (and (vector? out) (seq out) (every? ndarray? out)))
+    (util/invalid! (str op-name ": :out must be an NDArray (or a vector of NDArrays for an "
+                        "operator with several outputs), got " (.getName (class out)))
+                   {:op op-name :value out})))
+
+(defn- run-op
+  "Engine operator `op-name` (MXNet's name, see nd_dispatch.py) on the
+   NDArrays `arrays` with `positional` parameters (MXNet's order) and `named`
+   ones (a map, kebab-case keys): a new NDArray, a vector of them for an
+   operator with several outputs, or `out` (an NDArray or vector) written."
+  [op-name arrays positional named out]
+  (check-out op-name out)
+  (let [conn (cond (seq arrays) (conn-of (first arrays))
+                   (ndarray? out) (conn-of out)
+                   (vector? out) (conn-of (first out))
+                   :else (bridge/connection))
+        r (bridge/call conn "nd.invoke"
+                       [op-name (mapv hid arrays) (mapv param positional) (named-params named)
+                        (cond (ndarray? out) (hid out) (vector? out) (mapv hid out))])]
+    (cond
+      out out
+      (sequential? (first r)) (mapv #(record-deps! (wrap conn %) arrays) r)
+      :else (record-deps! (wrap conn r) arrays))))
+
 (defn- invoke
-  "Engine operator `op-name` (MXNet's name) on `args`: the NDArrays are its
-   inputs, the rest its parameters by position, a trailing map its
-   parameters by name. A new NDArray."
+  "clojure-mxnet's generated form `[& nd-array-and-params]` of engine
+   operator `op-name`: the NDArrays in `args` are its inputs (in order), the
+   rest its parameters by position in MXNet's order, a trailing map its
+   parameters by name (and :out, an NDArray to write into and return)."
   [op-name args]
   (let [arrays (filterv ndarray? args)
         others (remove ndarray? args)
         [positional named] (if (map? (last others)) [(butlast others) (last others)] [others nil])]
-    (when (empty? arrays)
-      (util/invalid! (str op-name " needs an NDArray argument") {:args (vec args)}))
-    (let [conn (conn-of (first arrays))
-          r (bridge/call conn "nd.invoke"
-                         [op-name (mapv hid arrays) (mapv param positional)
-                          (when named (into {} (map (fn [[k v]] [k (param v)])) (util/convert-map named)))])]
-      (record-deps! (wrap conn r) arrays))))
-
-(defn sqrt
-  "Element-wise square root: (sqrt ndarray)."
-  [& nd-array-and-params]
-  (invoke "sqrt" nd-array-and-params))
-
-(defn rsqrt
-  "Element-wise 1/sqrt(x): (rsqrt ndarray)."
-  [& nd-array-and-params]
-  (invoke "rsqrt" nd-array-and-params))
-
-(defn square
-  "Element-wise x^2: (square ndarray)."
-  [& nd-array-and-params]
-  (invoke "square" nd-array-and-params))
-
-(defn abs
-  "Element-wise absolute value: (abs ndarray)."
-  [& nd-array-and-params]
-  (invoke "abs" nd-array-and-params))
-
-(defn sign
-  "Element-wise sign (-1, 0 or 1): (sign ndarray)."
-  [& nd-array-and-params]
-  (invoke "sign" nd-array-and-params))
-
-(defn round
-  "Element-wise rounding to the nearest integer, halves away from zero
-   (2.5 gives 3.0, -2.5 gives -3.0): (round ndarray)."
-  [& nd-array-and-params]
-  (invoke "round" nd-array-and-params))
-
-(defn ceil
-  "Element-wise ceiling: (ceil ndarray)."
-  [& nd-array-and-params]
-  (invoke "ceil" nd-array-and-params))
-
-(defn floor
-  "Element-wise floor: (floor ndarray)."
-  [& nd-array-and-params]
-  (invoke "floor" nd-array-and-params))
-
-(defn exp
-  "Element-wise e^x: (exp ndarray)."
-  [& nd-array-and-params]
-  (invoke "exp" nd-array-and-params))
-
-(defn log
-  "Element-wise natural logarithm: (log ndarray)."
-  [& nd-array-and-params]
-  (invoke "log" nd-array-and-params))
-
-(defn cos
-  "Element-wise cosine (radians): (cos ndarray)."
-  [& nd-array-and-params]
-  (invoke "cos" nd-array-and-params))
-
-(defn sin
-  "Element-wise sine (radians): (sin ndarray)."
-  [& nd-array-and-params]
-  (invoke "sin" nd-array-and-params))
-
-(defn clip
-  "Element-wise clipping into [a-min, a-max]: (clip ndarray a-min a-max)."
-  [& nd-array-and-params]
-  (invoke "clip" nd-array-and-params))
-
-(defn sum
-  "Sum of the elements: (sum ndarray) over all axes (a shape-[1] array), or
-   (sum ndarray axis keepdims exclude), e.g. (sum a 1) or (sum a {:axis 1})."
-  [& nd-array-and-params]
-  (invoke "sum" nd-array-and-params))
-
-(defn max
-  "Maximum of the elements: (max ndarray) over all axes (a shape-[1] array),
-   or (max ndarray axis keepdims exclude)."
-  [& nd-array-and-params]
-  (invoke "max" nd-array-and-params))
-
-(defn min
-  "Minimum of the elements: (min ndarray) over all axes (a shape-[1] array),
-   or (min ndarray axis keepdims exclude)."
-  [& nd-array-and-params]
-  (invoke "min" nd-array-and-params))
-
-(defn norm
-  "The L2 norm of all elements, a shape-[1] array: (norm ndarray); or
-   (norm ndarray ord axis out-dtype keepdims) with ord 1 or 2."
-  [& nd-array-and-params]
-  (invoke "norm" nd-array-and-params))
-
-(defn transpose
-  "The array with its axes reversed: (transpose ndarray), or permuted:
-   (transpose ndarray [0 2 1]). A copy."
-  [& nd-array-and-params]
-  (invoke "transpose" nd-array-and-params))
+    (run-op op-name arrays positional (dissoc named :out) (:out named))))
 
 (defn t
   "The transpose of a 2-d array (a copy)."
@@ -283,24 +214,48 @@
       (util/invalid! "Only 2D matrix is allowed to be transposed" {:shape shape})))
   (invoke "transpose" [ndarray]))
 
-(defn dot
-  "Matrix product (the last axis of lhs against the first of rhs; two 1-d
-   arrays give a shape-[1] array): (dot lhs rhs), or
-   (dot lhs rhs transpose-a transpose-b)."
-  [& nd-array-and-params]
-  (invoke "dot" nd-array-and-params))
+(defn greater
+  "1 where `ndarray` is greater than the other operand (a number or
+   NDArray), else 0: a new NDArray (the Scala NDArray.greater; same as `>`)."
+  [ndarray ndarray-or-num]
+  (> ndarray ndarray-or-num))
 
-(defn argmax-channel
-  "Index of the largest element along axis 1 (each row's channel) of a 2-d
-   or larger array, as floats: [[1 2] [4 3]] gives [1.0 0.0]."
-  [& nd-array-and-params]
-  (invoke "argmax_channel" nd-array-and-params))
+(defn greater-equal
+  "1 where `ndarray` is greater than or equal to the other operand, else 0
+   (the Scala NDArray.greaterEqual; same as `>=`)."
+  [ndarray ndarray-or-num]
+  (>= ndarray ndarray-or-num))
 
-(defn choose-element-0index
-  "For each row i of `data`, the element at index (index i), indices
-   clipped into range: (choose-element-0index data index)."
-  [& nd-array-and-params]
-  (invoke "choose_element_0index" nd-array-and-params))
+(defn lesser
+  "1 where `ndarray` is less than the other operand, else 0 (the Scala
+   NDArray.lesser; same as `<`)."
+  [ndarray ndarray-or-num]
+  (< ndarray ndarray-or-num))
+
+(defn lesser-equal
+  "1 where `ndarray` is less than or equal to the other operand, else 0
+   (the Scala NDArray.lesserEqual; same as `<=`)."
+  [ndarray ndarray-or-num]
+  (<= ndarray ndarray-or-num))
+
+(defn unary--
+  "The array negated, element-wise: a new NDArray (the Scala unary_-)."
+  [ndarray]
+  (invoke "negative" [ndarray]))
+
+(defn equals
+  "True when `other` is an NDArray of the same shape and elements (read as
+   float32) as `ndarray` (the Scala equals; what `=` compares)."
+  [ndarray other]
+  (check-ndarray ndarray "the array")
+  (= ndarray other))
+
+(defn writable
+  "True: every mxkv NDArray can be written (the Scala writable; MXNet's
+   read-only arrays come from sparse views mxkv does not make)."
+  [ndarray]
+  (check-ndarray ndarray "the array")
+  true)
 
 (defn onehot-encode
   "Writes the one-hot encoding of `indices` (shape [n]) into `out` (shape

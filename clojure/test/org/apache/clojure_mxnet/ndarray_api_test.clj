@@ -126,7 +126,9 @@
   (let [out (nd/full [3] 7)
         e (try (api/relu {:data (nd/ones [2]) :out out}) nil
                (catch clojure.lang.ExceptionInfo e e))]
-    (is (= :invalid-argument (:type (ex-data e))))
+    ;; the engine's check (the table's function), naming out and both shapes
+    (is (= :mxnet-error (:type (ex-data e))))
+    (is (re-find #"relu: out has shape \(3,\), the result has shape \(2,\)" (ex-message e)))
     (is (= [7.0 7.0 7.0] (nd/->vec out)))))
 
 (deftest random-api-writes-into-out-and-takes-a-context

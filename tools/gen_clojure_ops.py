@@ -1,0 +1,147 @@
+"""Generate the Clojure operator spec from the engine's operator table:
+clojure/src/org/apache/clojure_mxnet/gen/operators.edn.
+
+One entry per operator of :mod:`mxkv.ndarray.optable` (MXNet's registry
+operators: namespaces ``nd``, ``linalg`` and the random ones; MXNet's Python
+wrappers and the hidden ``_`` operators have no clojure-mxnet function),
+with what clojure-mxnet's generator names and orders:
+
+* ``:op`` the MXNet name the bridge dispatches (``nd.invoke``), ``:aliases``
+  its other names;
+* ``:ndarray`` the ``ndarray`` functions (``[& nd-array-and-params]``): the
+  generator's ``clojure-case`` of the name and of each alias not starting with
+  ``_``, as the Scala ``NDArray`` object had one function per registered name;
+* ``:api`` / ``:random-api`` the ``ndarray-api`` / ``ndarray-random-api``
+  function, named after MXNet's primary name of the operator (recorded in
+  tests/golden/clj_names.json: ``broadcast_plus`` is ``broadcast-add``,
+  ``_random_uniform`` is ``uniform``, ``_sample_normal`` is ``normal-like``);
+* ``:inputs`` (kebab-case), ``:variadic``, ``:optional`` (the inputs a call
+  may leave out or give as nil: ``bias`` with ``no_bias``), and ``:params`` as
+  ``[mxnet-name kebab-name type required? default]`` in MXNet's order, which
+  give the positional arity (every input and required parameter; a boolean is
+  never required, as upstream's generator reads MXNet's types) and the keys of
+  the map arity.
+
+The namespaces read this file when they load (``ndarray_generated.clj``) and
+intern one function per name: no per-operator code to compile, so start-up
+stays as fast as before (docs/clojure-api.md). tests/test_clojure_ops_gen.py
+fails when the file is not what this tool writes now.
+
+Usage::
+
+    .venv/bin/python tools/gen_clojure_ops.py           # write the file
+    .venv/bin/python tools/gen_clojure_ops.py --check   # exit 1 if out of date
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "clojure" / "src" / "org" / "apache" / "clojure_mxnet" / "gen" / "operators.edn"
+NAMES = ROOT / "tests" / "golden" / "clj_names.json"
+
+#: the table's namespaces with clojure-mxnet functions (registry operators)
+SPACES = ("nd", "linalg", "random", "update", "storage")
+
+
+def _edn(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "nil"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + " ".join(_edn(x) for x in v) + "]"
+    raise TypeError(v)
+
+
+def _default(p) -> str | None:
+    from mxkv.ndarray.optable import REQUIRED
+    if p.default is REQUIRED:
+        return None
+    return repr(p.default)
+
+
+def entries() -> list:
+    """The spec: one dict per table operator with clojure-mxnet functions."""
+    from mxkv.ndarray import optable
+    function = json.loads(NAMES.read_text())["function"]
+    case = optable.clojure_name
+    out = []
+    for d in optable.iter_ops():
+        if d.namespace not in SPACES or d.name.startswith("_"):
+            continue
+        public = [n for n in d.names if not n.startswith("_")]
+        api, rnd = {}, {}
+        for n in public:
+            if n in ("uniform", "normal", "Custom"):
+                continue
+            # MXNet's name for it (its primary name's, random_X as X, sample_X as
+            # X-like), or, for a name MXNet registers only hidden, its own
+            space, fn = function.get(n, ["ndarray-api", case(n)])
+            names = rnd if space == "ndarray-random-api" else api
+            names.setdefault(fn, n)
+        inputs = [n.lstrip("*") for n in d.inputs]
+        named_by = {case(n): n for n in public}
+        out.append({
+            "op": d.name,
+            "aliases": list(d.aliases),
+            "ndarray": named_by,
+            "api": api,
+            "random-api": rnd,
+            "inputs": [case(n) for n in inputs],
+            "variadic": d.variadic,
+            "optional": [case(n) for n in d.optional],
+            "params": [[p.name, case(p.name), p.type,
+                        bool(p.required and p.type != "boolean"), _default(p)]
+                       for p in d.params],
+            "doc": (d.doc or f"MXNet's {d.name} operator.").strip().split("\n")[0],
+        })
+    # Two MXNet names with one clojure-case (Crop and crop, slice's alias; MakeLoss
+    # and make_loss): the one upstream's generator wrote last keeps it (it wrote
+    # them in name order), in each namespace
+    for space in ("ndarray", "api", "random-api"):
+        owner: dict = {}
+        for e in out:
+            for fn, mx_name in e[space].items():
+                if fn not in owner or mx_name > owner[fn][0]:
+                    owner[fn] = (mx_name, e["op"])
+        for e in out:
+            e[space] = [fn for fn in e[space] if owner[fn][1] == e["op"]]
+    return out
+
+
+def render() -> str:
+    lines = [";; Generated by tools/gen_clojure_ops.py from the engine's operator table",
+             ";; (python/mxkv/ndarray/optable): do not edit. Read by ndarray_generated.clj.",
+             "["]
+    for e in entries():
+        fields = " ".join(f":{k} {_edn(v)}" for k, v in e.items())
+        lines.append(" {" + fields + "}")
+    lines.append("]")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if the file is out of date")
+    args = ap.parse_args()
+    text = render()
+    if args.check:
+        if not OUT.is_file() or OUT.read_text() != text:
+            print(f"{OUT.relative_to(ROOT)} is out of date: run tools/gen_clojure_ops.py")
+            return 1
+        return 0
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(text)
+    print(f"wrote {OUT.relative_to(ROOT)}: {text.count(':op ')} operators")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "python"))
+    sys.exit(main())
