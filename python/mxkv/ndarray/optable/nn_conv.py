@@ -2,11 +2,12 @@
 
 Plain functions over an array module ``xp`` (numpy or cupy) and its arrays,
 registered as operators in the operator table. Layout is MXNet's default,
-channels first (NCW, NCHW, NCDHW). Convolution is a blocked im2col: a few
-output rows at a time, the block's columns copied from a strided window view
-of the padded input into a buffer of about L2's size, then one matmul per
-block and group (BLAS on numpy, cuBLAS on CuPy) with the bias as one more
-column of the filters, written straight into the NCHW result; on numpy the
+channels first (NCW, NCHW, NCDHW). Convolution goes by blocks of a few output
+rows, each block's working set about L2's size, and one matmul call per block
+(BLAS on numpy, cuBLAS on CuPy) writing straight into the NCHW result: by rows
+(each input row's taps of the other axes copied once; every output row's im2col
+matrix is then a strided view) or by columns (a block's im2col copied from a
+strided window view, the bias as one more column of the filters); on numpy the
 blocks are shared among threads. Deconvolution is the transpose: a matmul,
 then col2im by strided adds.
 """
@@ -34,6 +35,8 @@ __all__ = ["col2im", "convolution", "deconv_pad_adj", "deconvolution", "im2col",
 _BLOCK_BYTES = 256 << 10
 _BLOCK_MACS = 3 << 18
 _GPU_BLOCK_BYTES = 64 << 20
+_ROWS_BYTES = 512 << 10  # (the by-rows buffer: the input rows of a block, other axes' taps)
+_ROW_MIN_POSITIONS = 32  # (shorter output rows: too thin a GEMM each, so by columns)
 _CONV_THREADS = 8
 _THREAD_MIN_MACS = 1 << 24  # (a call smaller than this runs on the calling thread alone)
 
@@ -111,63 +114,87 @@ def _check_weights(op: str, data: Any, weight: Any, bias: Any, k: tuple, num_fil
     return g, f
 
 
-def _conv_plan(xp: Any, data: Any, out: tuple, f: int, depth: int, s: tuple, d: tuple,
-               k: tuple) -> tuple:
-    """How Convolution's blocks go: (samples per block, output rows (first spatial axis)
-    per block, output rows per work item, threads)."""
-    n = data.shape[0]
-    rest = _prod(out[1:])
-    row_bytes = depth * rest * data.dtype.itemsize
-    macs_row = f * depth * rest
+def _conv_plan(xp: Any, data: Any, out: tuple, f: int, g: int, k: tuple, s: tuple,
+               d: tuple, has_bias: bool) -> tuple:
+    """How Convolution's blocks go: (by_rows, samples per block, output rows (of the
+    first spatial axis) per block, output rows per work item, threads)."""
+    n, c = data.shape[:2]
+    rest, taps, isz = _prod(out[1:]), _prod(k), data.dtype.itemsize
     gpu = xp is not np
-    rows = max(1, (_GPU_BLOCK_BYTES if gpu else _BLOCK_BYTES) // max(1, row_bytes))
+    by_rows = not gpu and len(k) > 1 and d[0] == 1 and rest >= _ROW_MIN_POSITIONS
+    if by_rows:  # the block's buffer: each input row's columns of the other axes' taps
+        rows = max(1, (_ROWS_BYTES // max(1, c * taps // k[0] * rest * isz) - k[0]) // s[0] + 1)
+        gemm = f // g * (c // g * taps) * rest  # (one BLAS call: one output row, one group)
+    else:  # the block's buffer: its im2col columns, the bias's ones too
+        depth = g * (c // g * taps + has_bias)
+        rows = max(1, (_GPU_BLOCK_BYTES if gpu else _BLOCK_BYTES) // max(1, depth * rest * isz))
+        gemm = f * depth * rest  # (one output row's)
+        if gemm <= _BLOCK_MACS:
+            rows = min(rows, _BLOCK_MACS // max(1, gemm))
     threads = 1
-    if not gpu and macs_row <= _BLOCK_MACS:  # BLAS runs each block on its caller's thread
-        rows = min(rows, _BLOCK_MACS // max(1, macs_row))
-        if macs_row * out[0] * n >= _THREAD_MIN_MACS:
-            cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-                (os.cpu_count() or 1)
-            threads = max(1, min(_CONV_THREADS, cpus))
-    m = max(1, min(n, rows // out[0]))
+    if not gpu and gemm <= _BLOCK_MACS and f * c * taps * rest * out[0] * n >= _THREAD_MIN_MACS:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+            (os.cpu_count() or 1)
+        threads = max(1, min(_CONV_THREADS, cpus))  # (BLAS keeps each call on its thread)
+    m = 1 if by_rows else max(1, min(n, rows // out[0]))
     rows = min(rows, out[0])
     # a work item: one sample's rows, or part of them when there are fewer samples than
     # threads (or when its padded rows, the thread's input buffer, pass 64 blocks' bytes)
     item = out[0]
     if m == 1:
-        in_row = data.shape[1] * _prod(data.shape[3:]) * data.dtype.itemsize
+        in_row = c * _prod(data.shape[3:]) * isz
         item = max(1, _BLOCK_BYTES * 64 // max(1, in_row * s[0]))
         if threads > n:
             item = min(item, -(-out[0] // -(-threads // n)))
         item = min(out[0], max(rows, item // rows * rows))
-    return m, rows, item, threads
+    return by_rows, m, rows, item, threads
 
 
 def _conv_blocks(xp: Any, data: Any, weight: Any, bias: Any, res: Any, k: tuple, s: tuple,
                  d: tuple, p: tuple, g: int) -> None:
     """Convolution into ``res`` (N, F, *out), block by block of output positions (a few
-    rows of the first spatial axis, or several whole samples): the block's input rows
-    are padded into a small buffer, its im2col columns (the taps of a strided window
-    view, one copy) and a row of ones (the bias) go to a buffer of about L2's size,
-    and one matmul per block, (F/G, C/G*K + 1) @ columns, writes the block's part of
-    ``res`` in place (NCHW: no transpose, no output copy). Blocks are shared among
-    threads on numpy (see _BLOCK_MACS)."""
+    rows of the first spatial axis, or several whole samples). A work item's input rows
+    are padded into the thread's buffer; then per block, one of two ways:
+
+    - by rows (numpy, 2-D/3-D, no dilation on the first axis, rows of at least
+      _ROW_MIN_POSITIONS positions): the block's input rows laid out (row, channel,
+      tap of the other axes, position), one copy, in which every output row's im2col
+      matrix is a view with one row stride ((first-axis tap, channel, other taps) x
+      positions): one matmul call, a (F/G, C/G*K) @ (C/G*K, positions) GEMM per output
+      row, writes the block into ``res``, then the bias is added;
+    - by columns (otherwise): the block's im2col columns (the taps of a strided window
+      view, one copy) and a row of ones (the bias) in a buffer of about L2's size, one
+      matmul, (F/G, C/G*K + 1) @ columns, writes the block into ``res``.
+
+    Either way NCHW comes out directly (no transpose, no output copy), and on numpy
+    the blocks are shared among threads (see _BLOCK_MACS)."""
     n, c = data.shape[:2]
     f, nd = weight.shape[0], len(k)
     fg, cg, taps = f // g, c // g, _prod(k)
     out = tuple(res.shape[2:])
     rest, height = _prod(out[1:]), data.shape[2]
-    depth = cg * taps + (bias is not None)  # per group: the taps, then the bias's ones
-    w = weight.reshape(g, fg, cg * taps)
-    if bias is not None:
-        w = xp.concatenate([w, bias.reshape(g, fg, 1).astype(w.dtype)], axis=2)
-    m, rows, item, threads = _conv_plan(xp, data, out, f, g * depth, s, d, k)
+    by_rows, m, rows, item, threads = _conv_plan(xp, data, out, f, g, k, s, d,
+                                                 bias is not None)
     items = [(b, r, min(r + item, out[0])) for b in range(0, n, m)
              for r in range(0, out[0], item)]
-    resv = res.reshape(n, g, fg, out[0] * rest)
     padded_rest = tuple(data.shape[3 + i] + 2 * p[1 + i] for i in range(nd - 1))
     inner_rest = tuple(slice(q, q + data.shape[3 + i]) for i, q in enumerate(p[1:]))
     rin_max = (item - 1) * s[0] + d[0] * (k[0] - 1) + 1
     nxt = itertools.count().__next__
+    if by_rows:
+        other = taps // k[0]  # the taps of the other axes
+        w = weight.reshape(g, fg, cg, k[0], other).transpose(0, 1, 3, 2, 4).reshape(
+            g, fg, k[0] * cg * other)
+        res_rows = res.reshape(n, g, fg, out[0], rest)
+        bias_g = None if bias is None else bias.reshape(g, fg, 1)
+        # (G, row, C/G, *other taps, *positions): where a buffer row goes in the window view
+        order = (0, nd + 1, 1) + tuple(range(2, nd + 1)) + tuple(range(nd + 2, 2 * nd + 1))
+    else:
+        depth = cg * taps + (bias is not None)  # per group: the taps, then the bias's ones
+        w = weight.reshape(g, fg, cg * taps)
+        if bias is not None:
+            w = xp.concatenate([w, bias.reshape(g, fg, 1).astype(w.dtype)], axis=2)
+        res_cols = res.reshape(n, g, fg, out[0] * rest)
 
     def columns(bufs: dict, mm: int, rr: int) -> tuple:
         """The thread's column buffer for blocks of ``mm`` samples and ``rr`` rows:
@@ -180,9 +207,46 @@ def _conv_blocks(xp: Any, data: Any, weight: Any, bias: Any, res: Any, k: tuple,
                                                                + out[1:])
         return bufs[mm, rr]
 
+    def row_buffers(bufs: dict, ybuf: Any, rr: int) -> tuple:
+        """The thread's buffer for blocks of ``rr`` rows: (G, input rows, C/G, *other
+        taps, *positions), and the view of its output rows' im2col matrices."""
+        if rr not in bufs:
+            yin = (rr - 1) * s[0] + k[0]
+            rows_in = ybuf[:g * yin * cg * other * rest].reshape((g, yin, cg) + k[1:] + out[1:])
+            row = cg * other * rest * ybuf.itemsize  # the buffer's row stride
+            bufs[rr] = rows_in, xp.lib.stride_tricks.as_strided(
+                rows_in, (rr, g, k[0] * cg * other, rest),
+                (row * s[0], row * yin, rest * ybuf.itemsize, ybuf.itemsize))
+        return bufs[rr]
+
+    def by_row_blocks(x: Any, b: int, ra: int, rb: int, ybuf: Any, bufs: dict) -> None:
+        win = _windows(xp, x, (1,) + k[1:], (1,) + s[1:], (1,) + d[1:],
+                       (x.shape[2],) + out[1:])[0, :, 0]
+        win = win.reshape((g, cg) + win.shape[1:]).transpose(order)
+        for r in range(ra, rb, rows):
+            rr = min(rows, rb - r)
+            rows_in, mats = row_buffers(bufs, ybuf, rr)
+            y0 = (r - ra) * s[0]
+            xp.copyto(rows_in, win[:, y0:y0 + rows_in.shape[1]])
+            dst = res_rows[b, :, :, r:r + rr].transpose(2, 0, 1, 3)
+            xp.matmul(w, mats, out=dst)
+            if bias_g is not None:
+                dst += bias_g
+
+    def by_column_blocks(x: Any, b: int, mm: int, ra: int, rb: int, bufs: dict) -> None:
+        win = _windows(xp, x, k, s, d, (rb - ra,) + out[1:]).reshape(
+            (mm, g, cg) + k + (rb - ra,) + out[1:])
+        for r in range(ra, rb, rows):
+            rr = min(rows, rb - r)
+            cols, taps_part = columns(bufs, mm, rr)
+            xp.copyto(taps_part, win[(slice(None),) * (3 + nd) + (slice(r - ra, r - ra + rr),)])
+            xp.matmul(w, cols, out=res_cols[b:b + mm, :, :, r * rest:(r + rr) * rest])
+
     def work() -> None:
         xbuf = xp.zeros((m, c, rin_max) + padded_rest, dtype=data.dtype)
         bufs: dict = {}
+        ybuf = xp.empty(((rows - 1) * s[0] + k[0]) * c * taps // k[0] * rest,
+                        dtype=data.dtype) if by_rows else None
         while True:
             i = nxt()
             if i >= len(items):
@@ -200,13 +264,10 @@ def _conv_blocks(xp: Any, data: Any, weight: Any, bias: Any, res: Any, k: tuple,
                 x[:, :, hi - u0:] = 0
             x[(slice(None), slice(None), slice(lo - u0, hi - u0)) + inner_rest] = \
                 data[b:b + mm, :, lo:hi]
-            win = _windows(xp, x, k, s, d, (rb - ra,) + out[1:]).reshape(
-                (mm, g, cg) + k + (rb - ra,) + out[1:])
-            for r in range(ra, rb, rows):
-                rr = min(rows, rb - r)
-                cols, taps_part = columns(bufs, mm, rr)
-                xp.copyto(taps_part, win[(slice(None),) * (3 + nd) + (slice(r - ra, r - ra + rr),)])
-                xp.matmul(w, cols, out=resv[b:b + mm, :, :, r * rest:(r + rr) * rest])
+            if by_rows:
+                by_row_blocks(x, b, ra, rb, ybuf, bufs)
+            else:
+                by_column_blocks(x, b, mm, ra, rb, bufs)
 
     threads = min(threads, len(items))
     if threads == 1:
