@@ -89,3 +89,46 @@ def test_blocked_convolution_keeps_float64_and_float16():
         np.testing.assert_allclose(got.astype(np.float64),
                                    reference(x, w, b, (3, 3), (1, 1), (1, 1), (1, 1), 1),
                                    rtol=tol, atol=tol)
+
+
+def deconv_reference(x, w, k, s, d, p, g):
+    """Deconvolution by its definition: each input position's filters added at
+    position*stride + tap*dilate of the full output, then ``p`` cropped (float64)."""
+    nd = len(k)
+    n, c = x.shape[:2]
+    cg, fg = c // g, w.shape[1]
+    ins = x.shape[2:]
+    full = np.zeros((n, g * fg) + tuple(s[i] * (ins[i] - 1) + d[i] * (k[i] - 1) + 1
+                                        for i in range(nd)))
+    for pos in itertools.product(*map(range, ins)):
+        for tap in itertools.product(*map(range, k)):
+            at = tuple(pos[i] * s[i] + tap[i] * d[i] for i in range(nd))
+            for gi in range(g):
+                xs = x[(slice(None), slice(gi * cg, (gi + 1) * cg)) + pos].astype(np.float64)
+                ws = w[(slice(gi * cg, (gi + 1) * cg), slice(None)) + tap].astype(np.float64)
+                full[(slice(None), slice(gi * fg, (gi + 1) * fg)) + at] += xs @ ws
+    return full[(slice(None), slice(None)) + tuple(slice(q, full.shape[2 + i] - q)
+                                                   for i, q in enumerate(p))]
+
+
+@pytest.mark.parametrize("case", [  # data shape, filters, kernel, stride, dilate, pad, groups
+    ((2, 4, 9, 10), 6, (3, 3), (1, 1), (1, 1), (1, 1), 1),        # as a Convolution
+    ((1, 6, 7, 8), 4, (3, 2), (1, 1), (2, 1), (1, 0), 2),
+    ((2, 2, 5, 6, 4), 4, (3, 3, 2), (1, 1, 1), (1, 1, 1), (1, 2, 0), 2),
+    ((2, 4, 9, 10), 6, (3, 3), (1, 1), (1, 1), (3, 3), 1),        # pad past d*(k-1)
+    ((2, 4, 6, 5), 6, (3, 3), (2, 2), (1, 1), (1, 1), 2),         # strided: col2im
+], ids=lambda c: f"{c[0]}-k{c[2]}-s{c[3]}-d{c[4]}-p{c[5]}-g{c[6]}")
+def test_deconvolution_matches_the_definition(monkeypatch, case):
+    shape, f, k, s, d, p, g = case
+    monkeypatch.setattr(nn_conv, "_BLOCK_BYTES", 600)
+    monkeypatch.setattr(nn_conv, "_ROWS_BYTES", 900)
+    monkeypatch.setattr(nn_conv, "_ROW_MIN_POSITIONS", 1)
+    rs = np.random.RandomState(sum(shape) + f)
+    x = rs.standard_normal(shape).astype(np.float32)
+    w = rs.standard_normal((shape[1], f // g) + k).astype(np.float32)
+    b = rs.standard_normal(f).astype(np.float32)
+    got = nn_conv.deconvolution(np, x, w, b, kernel=k, stride=s, dilate=d, pad=p,
+                                num_filter=f, num_group=g, no_bias=False)
+    want = deconv_reference(x, w, k, s, d, p, g) + b.reshape((1, f) + (1,) * len(k))
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -8,8 +8,9 @@ rows, each block's working set about L2's size, and one matmul call per block
 (each input row's taps of the other axes copied once; every output row's im2col
 matrix is then a strided view) or by columns (a block's im2col copied from a
 strided window view, the bias as one more column of the filters); on numpy the
-blocks are shared among threads. Deconvolution is the transpose: a matmul,
-then col2im by strided adds.
+blocks are shared among threads. Deconvolution at stride 1 is such a
+Convolution (filters flipped, their channels swapped, padding d*(k-1) - pad);
+with a stride it is the transpose: a matmul, then col2im by strided adds.
 """
 from __future__ import annotations
 
@@ -380,6 +381,18 @@ def deconvolution(xp: Any, data: Any, weight: Any, bias: Any = None, *, kernel: 
     out = tuple(full[i] - 2 * p[i] for i in range(len(k)))
     if any(o <= 0 for o in out):
         raise MXNetValueError(f"Deconvolution: output shape {out} is not positive (pad {p})")
+    nd = len(k)
+    cpad = tuple(d[i] * (k[i] - 1) - p[i] for i in range(nd))
+    if all(v == 1 for v in s) and min(cpad) >= 0 and data.size:
+        # at stride 1, a Convolution (Convolution's blocks) of the data padded by
+        # d*(k-1) - pad, with the filters flipped and their in/out channels swapped:
+        # no (N, F*K, *in) columns and no col2im
+        flipped = weight.reshape((g, c // g, f // g) + k).swapaxes(1, 2).reshape(
+            (f, c // g) + k)[(slice(None), slice(None)) + (slice(None, None, -1),) * nd]
+        res = xp.empty((n, f) + out, dtype=data.dtype)
+        _conv_blocks(xp, data, xp.ascontiguousarray(flipped), None if no_bias else bias, res,
+                     k, s, d, cpad, g)
+        return res
     x = data.reshape(n, g, c // g, _prod(ins))                       # (N, G, Cg, L)
     w = weight.reshape(g, c // g, -1).transpose(0, 2, 1)             # (G, Fg*K, Cg)
     cols = xp.matmul(w[None], x).reshape((n, f, _prod(k)) + ins)     # (N, F, K, *in)
@@ -426,7 +439,8 @@ register_layer(
         ("no_bias", "boolean", True),
         *_CONV_BACKEND),
     deconvolution, optional=("bias",),
-    doc="Transposed convolution (1-D, 2-D, 3-D): a matmul per group, then col2im.",
+    doc="Transposed convolution (1-D, 2-D, 3-D): at stride 1 a Convolution with the "
+        "filters flipped; with a stride a matmul per group, then col2im.",
     differences="dilation and 3-D float64 are computed (MXNet's CPU kernel refuses "
                 "them).")
 
