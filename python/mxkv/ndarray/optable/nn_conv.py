@@ -2,16 +2,24 @@
 
 Plain functions over an array module ``xp`` (numpy or cupy) and its arrays,
 registered as operators in the operator table. Layout is MXNet's default,
-channels first (NCW, NCHW, NCDHW). Convolution is im2col, one strided slice
-per kernel tap, then one batched matmul per group (BLAS on numpy, cuBLAS on
-CuPy), or at stride 1 a thin im2col (only the last axis's taps stacked) and
-one matmul per tap of the other axes; Deconvolution is the transpose: a matmul,
-then col2im by strided adds.
+channels first (NCW, NCHW, NCDHW). Convolution goes by blocks of a few output
+rows, each block's working set about L2's size, and one matmul call per block
+(BLAS on numpy, cuBLAS on CuPy) writing straight into the NCHW result: by rows
+(each input row's taps of the other axes copied once; every output row's im2col
+matrix is then a strided view) or by columns (a block's im2col copied from a
+strided window view, the bias as one more column of the filters); on numpy the
+blocks are shared among threads. Deconvolution at stride 1 is such a
+Convolution (filters flipped, their channels swapped, padding d*(k-1) - pad);
+with a stride it is the transpose: a matmul, then col2im by strided adds.
 """
 from __future__ import annotations
 
 import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
+
+import numpy as np
 
 from .._util import MXNetValueError
 from ._layer import params, register_layer
@@ -19,9 +27,19 @@ from ._layer import params, register_layer
 __all__ = ["col2im", "convolution", "deconv_pad_adj", "deconvolution", "im2col",
            "spatial_params"]
 
-_COLS_BYTES = 32 << 20  # the im2col buffer Convolution fills per batch slice
-_SHIFT_BYTES = 48 << 20  # the stacked rows a stride-1 Convolution holds per slice
-
+# Convolution's blocks on numpy: a block's columns stay in L2 (about 1 MB a core),
+# and its GEMM stays under ~1M multiply-adds, where OpenBLAS runs it on the
+# calling thread (larger ones go to its thread pool, whose spin-waits collapse
+# on a loaded machine); the blocks are shared among up to _CONV_THREADS Python
+# threads (numpy's copies and BLAS release the GIL). On CuPy a block is one
+# large im2col buffer, no threads.
+_BLOCK_BYTES = 256 << 10
+_BLOCK_MACS = 3 << 18
+_GPU_BLOCK_BYTES = 64 << 20
+_ROWS_BYTES = 512 << 10  # (the by-rows buffer: the input rows of a block, other axes' taps)
+_ROW_MIN_POSITIONS = 32  # (shorter output rows: too thin a GEMM each, so by columns)
+_CONV_THREADS = 8
+_THREAD_MIN_MACS = 1 << 24  # (a call smaller than this runs on the calling thread alone)
 
 def spatial_params(op: str, data_shape: tuple, kernel: Sequence[int], stride: Sequence[int],
                    dilate: Sequence[int], pad: Sequence[int]) -> tuple:
@@ -61,16 +79,15 @@ def _pad_spatial(xp: Any, x: Any, pad: tuple, value: float = 0) -> Any:
                   constant_values=value)
 
 
-def _taps(xp: Any, xpad: Any, k: tuple, s: tuple, d: tuple, out: tuple) -> Any:
-    """im2col: (N, C, prod(k), prod(out)), one strided slice per kernel tap."""
-    n, c = xpad.shape[:2]
-    cols = xp.empty((n, c) + (len(list(itertools.product(*map(range, k)))),) + out,
-                    dtype=xpad.dtype)
-    for t, idx in enumerate(itertools.product(*map(range, k))):
-        sl = tuple(slice(i * dd, i * dd + ss * (o - 1) + 1, ss)
-                   for i, dd, ss, o in zip(idx, d, s, out))
-        cols[:, :, t] = xpad[(slice(None), slice(None)) + sl]
-    return cols.reshape(n, c, -1, _prod(out))
+def _windows(xp: Any, xpad: Any, k: tuple, s: tuple, d: tuple, out: tuple) -> Any:
+    """im2col as a view, no copy: (N, C, *k, *out), element [n, c, *tap, *pos] =
+    ``xpad[n, c, pos*s + tap*d]`` (``xpad`` the padded data; read-only use)."""
+    st = xpad.strides
+    nd = len(k)
+    return xp.lib.stride_tricks.as_strided(
+        xpad, xpad.shape[:2] + tuple(k) + tuple(out),
+        st[:2] + tuple(st[2 + i] * d[i] for i in range(nd))
+        + tuple(st[2 + i] * s[i] for i in range(nd)))
 
 
 def _prod(t: Sequence[int]) -> int:
@@ -98,54 +115,170 @@ def _check_weights(op: str, data: Any, weight: Any, bias: Any, k: tuple, num_fil
     return g, f
 
 
-def _conv_shifted(xp: Any, data: Any, weight: Any, res: Any, k: tuple, d: tuple, p: tuple,
-                  g: int) -> None:
-    """Stride-1 convolution into ``res`` with a thin im2col: a slice of samples is
-    padded and laid out channel-first, flattened to (C, samples*positions); the
-    last axis's kw taps are stacked as rows, (C*kw, positions) (kw shifted copies,
-    not prod(kernel)); then per tap of the other axes one matmul (F, C*kw) @ the
-    rows at that tap's offset, summed (the positions past a row's end are
-    computed and dropped). Few large BLAS calls: small ones lose to OpenBLAS's
-    thread start-up."""
+def _conv_plan(xp: Any, data: Any, out: tuple, f: int, g: int, k: tuple, s: tuple,
+               d: tuple, has_bias: bool) -> tuple:
+    """How Convolution's blocks go: (by_rows, samples per block, output rows (of the
+    first spatial axis) per block, output rows per work item, threads)."""
     n, c = data.shape[:2]
-    f = weight.shape[0]
-    nd = len(k)
-    kw, dw = k[-1], d[-1]
-    padded = tuple(data.shape[2 + i] + 2 * p[i] for i in range(nd))
-    out = res.shape[2:]
-    row = [_prod(padded[i + 1:]) for i in range(nd)]
-    offs = [sum(idx[i] * d[i] * row[i] for i in range(nd - 1))
-            for idx in itertools.product(*map(range, k[:-1]))]
-    reach = max(offs) + (kw - 1) * dw
-    fg, cg = f // g, c // g
-    # (T', G, Fg, Cg*kw): the weights of each tap of the leading axes
-    w = weight.reshape((g, fg, cg, _prod(k[:-1]), kw)).transpose(3, 0, 1, 2, 4).reshape(
-        -1, g, fg, cg * kw)
-    per = _prod(padded)
-    inner = (slice(None), slice(None)) + tuple(slice(q, q + data.shape[2 + i])
-                                               for i, q in enumerate(p))
-    step = max(1, _SHIFT_BYTES // max(1, c * kw * per * data.dtype.itemsize))
-    for b in range(0, n, step):
-        m = min(step, n - b)
-        total = m * per
-        x = xp.zeros((c, total + reach), dtype=data.dtype)
-        x[:, :total].reshape((c, m) + padded)[inner] = data[b:b + m].swapaxes(0, 1)
-        span = total + max(offs)
-        cols = xp.empty((c, kw, span), dtype=data.dtype)
-        for j in range(kw):
-            cols[:, j] = x[:, j * dw:j * dw + span]
-        cols = cols.reshape(g, cg * kw, span)
-        acc: Any = None
-        for t, off in enumerate(offs):
-            prod = xp.matmul(w[t], cols[:, :, off:off + total]) if g > 1 else \
-                xp.matmul(w[t, 0], cols[0, :, off:off + total])[None]
-            if acc is None:
-                acc = prod
+    rest, taps, isz = _prod(out[1:]), _prod(k), data.dtype.itemsize
+    gpu = xp is not np
+    by_rows = not gpu and len(k) > 1 and d[0] == 1 and rest >= _ROW_MIN_POSITIONS
+    if by_rows:  # the block's buffer: each input row's columns of the other axes' taps
+        rows = max(1, (_ROWS_BYTES // max(1, c * taps // k[0] * rest * isz) - k[0]) // s[0] + 1)
+        gemm = f // g * (c // g * taps) * rest  # (one BLAS call: one output row, one group)
+    else:  # the block's buffer: its im2col columns, the bias's ones too
+        depth = g * (c // g * taps + has_bias)
+        rows = max(1, (_GPU_BLOCK_BYTES if gpu else _BLOCK_BYTES) // max(1, depth * rest * isz))
+        gemm = f * depth * rest  # (one output row's)
+        if gemm <= _BLOCK_MACS:
+            rows = min(rows, _BLOCK_MACS // max(1, gemm))
+    threads = 1
+    if not gpu and gemm <= _BLOCK_MACS and f * c * taps * rest * out[0] * n >= _THREAD_MIN_MACS:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+            (os.cpu_count() or 1)
+        threads = max(1, min(_CONV_THREADS, cpus))  # (BLAS keeps each call on its thread)
+    m = 1 if by_rows else max(1, min(n, rows // out[0]))
+    rows = min(rows, out[0])
+    # a work item: one sample's rows, or part of them when there are fewer samples than
+    # threads (or when its padded rows, the thread's input buffer, pass 64 blocks' bytes)
+    item = out[0]
+    if m == 1:
+        in_row = c * _prod(data.shape[3:]) * isz
+        item = max(1, _BLOCK_BYTES * 64 // max(1, in_row * s[0]))
+        if threads > n:
+            item = min(item, -(-out[0] // -(-threads // n)))
+        item = min(out[0], max(rows, item // rows * rows))
+    return by_rows, m, rows, item, threads
+
+
+def _conv_blocks(xp: Any, data: Any, weight: Any, bias: Any, res: Any, k: tuple, s: tuple,
+                 d: tuple, p: tuple, g: int) -> None:
+    """Convolution into ``res`` (N, F, *out), block by block of output positions (a few
+    rows of the first spatial axis, or several whole samples). A work item's input rows
+    are padded into the thread's buffer; then per block, one of two ways:
+
+    - by rows (numpy, 2-D/3-D, no dilation on the first axis, rows of at least
+      _ROW_MIN_POSITIONS positions): the block's input rows laid out (row, channel,
+      tap of the other axes, position), one copy, in which every output row's im2col
+      matrix is a view with one row stride ((first-axis tap, channel, other taps) x
+      positions): one matmul call, a (F/G, C/G*K) @ (C/G*K, positions) GEMM per output
+      row, writes the block into ``res``, then the bias is added;
+    - by columns (otherwise): the block's im2col columns (the taps of a strided window
+      view, one copy) and a row of ones (the bias) in a buffer of about L2's size, one
+      matmul, (F/G, C/G*K + 1) @ columns, writes the block into ``res``.
+
+    Either way NCHW comes out directly (no transpose, no output copy), and on numpy
+    the blocks are shared among threads (see _BLOCK_MACS)."""
+    n, c = data.shape[:2]
+    f, nd = weight.shape[0], len(k)
+    fg, cg, taps = f // g, c // g, _prod(k)
+    out = tuple(res.shape[2:])
+    rest, height = _prod(out[1:]), data.shape[2]
+    by_rows, m, rows, item, threads = _conv_plan(xp, data, out, f, g, k, s, d,
+                                                 bias is not None)
+    items = [(b, r, min(r + item, out[0])) for b in range(0, n, m)
+             for r in range(0, out[0], item)]
+    padded_rest = tuple(data.shape[3 + i] + 2 * p[1 + i] for i in range(nd - 1))
+    inner_rest = tuple(slice(q, q + data.shape[3 + i]) for i, q in enumerate(p[1:]))
+    rin_max = (item - 1) * s[0] + d[0] * (k[0] - 1) + 1
+    nxt = itertools.count().__next__
+    if by_rows:
+        other = taps // k[0]  # the taps of the other axes
+        w = weight.reshape(g, fg, cg, k[0], other).transpose(0, 1, 3, 2, 4).reshape(
+            g, fg, k[0] * cg * other)
+        res_rows = res.reshape(n, g, fg, out[0], rest)
+        bias_g = None if bias is None else bias.reshape(g, fg, 1)
+        # (G, row, C/G, *other taps, *positions): where a buffer row goes in the window view
+        order = (0, nd + 1, 1) + tuple(range(2, nd + 1)) + tuple(range(nd + 2, 2 * nd + 1))
+    else:
+        depth = cg * taps + (bias is not None)  # per group: the taps, then the bias's ones
+        w = weight.reshape(g, fg, cg * taps)
+        if bias is not None:
+            w = xp.concatenate([w, bias.reshape(g, fg, 1).astype(w.dtype)], axis=2)
+        res_cols = res.reshape(n, g, fg, out[0] * rest)
+
+    def columns(bufs: dict, mm: int, rr: int) -> tuple:
+        """The thread's column buffer for blocks of ``mm`` samples and ``rr`` rows:
+        (mm, G, depth, positions), and its taps' part shaped as the window view."""
+        if (mm, rr) not in bufs:
+            cols = xp.empty((mm, g, depth, rr * rest), dtype=data.dtype)
+            if bias is not None:
+                cols[:, :, -1] = 1
+            bufs[mm, rr] = cols, cols[:, :, :cg * taps].reshape((mm, g, cg) + k + (rr,)
+                                                               + out[1:])
+        return bufs[mm, rr]
+
+    def row_buffers(bufs: dict, ybuf: Any, rr: int) -> tuple:
+        """The thread's buffer for blocks of ``rr`` rows: (G, input rows, C/G, *other
+        taps, *positions), and the view of its output rows' im2col matrices."""
+        if rr not in bufs:
+            yin = (rr - 1) * s[0] + k[0]
+            rows_in = ybuf[:g * yin * cg * other * rest].reshape((g, yin, cg) + k[1:] + out[1:])
+            row = cg * other * rest * ybuf.itemsize  # the buffer's row stride
+            bufs[rr] = rows_in, xp.lib.stride_tricks.as_strided(
+                rows_in, (rr, g, k[0] * cg * other, rest),
+                (row * s[0], row * yin, rest * ybuf.itemsize, ybuf.itemsize))
+        return bufs[rr]
+
+    def by_row_blocks(x: Any, b: int, ra: int, rb: int, ybuf: Any, bufs: dict) -> None:
+        win = _windows(xp, x, (1,) + k[1:], (1,) + s[1:], (1,) + d[1:],
+                       (x.shape[2],) + out[1:])[0, :, 0]
+        win = win.reshape((g, cg) + win.shape[1:]).transpose(order)
+        for r in range(ra, rb, rows):
+            rr = min(rows, rb - r)
+            rows_in, mats = row_buffers(bufs, ybuf, rr)
+            y0 = (r - ra) * s[0]
+            xp.copyto(rows_in, win[:, y0:y0 + rows_in.shape[1]])
+            dst = res_rows[b, :, :, r:r + rr].transpose(2, 0, 1, 3)
+            xp.matmul(w, mats, out=dst)
+            if bias_g is not None:
+                dst += bias_g
+
+    def by_column_blocks(x: Any, b: int, mm: int, ra: int, rb: int, bufs: dict) -> None:
+        win = _windows(xp, x, k, s, d, (rb - ra,) + out[1:]).reshape(
+            (mm, g, cg) + k + (rb - ra,) + out[1:])
+        for r in range(ra, rb, rows):
+            rr = min(rows, rb - r)
+            cols, taps_part = columns(bufs, mm, rr)
+            xp.copyto(taps_part, win[(slice(None),) * (3 + nd) + (slice(r - ra, r - ra + rr),)])
+            xp.matmul(w, cols, out=res_cols[b:b + mm, :, :, r * rest:(r + rr) * rest])
+
+    def work() -> None:
+        xbuf = xp.zeros((m, c, rin_max) + padded_rest, dtype=data.dtype)
+        bufs: dict = {}
+        ybuf = xp.empty(((rows - 1) * s[0] + k[0]) * c * taps // k[0] * rest,
+                        dtype=data.dtype) if by_rows else None
+        while True:
+            i = nxt()
+            if i >= len(items):
+                return
+            b, ra, rb = items[i]
+            mm = min(m, n - b)
+            u0 = ra * s[0] - p[0]  # the item's first input row (unpadded)
+            rin = (rb - ra - 1) * s[0] + d[0] * (k[0] - 1) + 1
+            x = xbuf[:mm, :, :rin]
+            lo = max(u0, 0)
+            hi = max(lo, min(u0 + rin, height))
+            if lo > u0:
+                x[:, :, :lo - u0] = 0
+            if hi < u0 + rin:
+                x[:, :, hi - u0:] = 0
+            x[(slice(None), slice(None), slice(lo - u0, hi - u0)) + inner_rest] = \
+                data[b:b + mm, :, lo:hi]
+            if by_rows:
+                by_row_blocks(x, b, ra, rb, ybuf, bufs)
             else:
-                acc += prod
-        full = acc.reshape((f, m) + padded)
-        res[b:b + m] = full[(slice(None), slice(None))
-                            + tuple(slice(0, o) for o in out)].swapaxes(0, 1)
+                by_column_blocks(x, b, mm, ra, rb, bufs)
+
+    threads = min(threads, len(items))
+    if threads == 1:
+        work()
+        return
+    with ThreadPoolExecutor(threads - 1) as pool:
+        helpers = [pool.submit(work) for _ in range(threads - 1)]
+        work()
+        for h in helpers:
+            h.result()
 
 
 def convolution(xp: Any, data: Any, weight: Any, bias: Any = None, *, kernel: Sequence[int],
@@ -154,24 +287,13 @@ def convolution(xp: Any, data: Any, weight: Any, bias: Any = None, *, kernel: Se
                 no_bias: bool = False) -> Any:
     """Convolution forward: (N, C, *in) with weight (F, C/group, *kernel) -> (N, F, *out)."""
     k, s, d, p = spatial_params("Convolution", data.shape, kernel, stride, dilate, pad)
-    n, c = data.shape[:2]
+    n = data.shape[0]
     g, f = _check_weights("Convolution", data, weight, bias, k, num_filter, num_group, no_bias)
     out = tuple(_conv_out("Convolution", data.shape[2 + i], k[i], s[i], d[i], p[i])
                 for i in range(len(k)))
     res = xp.empty((n, f) + out, dtype=data.dtype)
-    if all(v == 1 for v in s):
-        _conv_shifted(xp, data, weight, res, k, d, p, g)
-    else:
-        w = weight.reshape(g, f // g, -1)                           # (G, Fg, Cg*K)
-        # A few samples at a time: the columns (K times the input) stay near the cache.
-        step = max(1, _COLS_BYTES // max(1, c * _prod(k) * _prod(out) * data.dtype.itemsize))
-        for b in range(0, n, step):
-            x = _pad_spatial(xp, data[b:b + step], p)
-            cols = _taps(xp, x, k, s, d, out)                       # (n, C, K, L)
-            cols = cols.reshape(x.shape[0], g, (c // g) * _prod(k), _prod(out))
-            res[b:b + step] = xp.matmul(w[None], cols).reshape((x.shape[0], f) + out)
-    if not no_bias:
-        res += bias.reshape((1, f) + (1,) * len(k))
+    if res.size:
+        _conv_blocks(xp, data, weight, None if no_bias else bias, res, k, s, d, p, g)
     return res
 
 
@@ -194,8 +316,8 @@ def im2col(xp: Any, data: Any, *, kernel: Sequence[int], stride: Sequence[int] =
     k, s, d, p = spatial_params("im2col", data.shape, kernel, stride, dilate, pad)
     out = tuple(_conv_out("im2col", data.shape[2 + i], k[i], s[i], d[i], p[i])
                 for i in range(len(k)))
-    cols = _taps(xp, _pad_spatial(xp, data, p), k, s, d, out)
-    return cols.reshape(data.shape[0], -1, _prod(out))
+    cols = _windows(xp, _pad_spatial(xp, data, p), k, s, d, out)
+    return xp.ascontiguousarray(cols).reshape(data.shape[0], -1, _prod(out))
 
 
 def col2im(xp: Any, data: Any, *, output_size: Sequence[int], kernel: Sequence[int],
@@ -259,6 +381,18 @@ def deconvolution(xp: Any, data: Any, weight: Any, bias: Any = None, *, kernel: 
     out = tuple(full[i] - 2 * p[i] for i in range(len(k)))
     if any(o <= 0 for o in out):
         raise MXNetValueError(f"Deconvolution: output shape {out} is not positive (pad {p})")
+    nd = len(k)
+    cpad = tuple(d[i] * (k[i] - 1) - p[i] for i in range(nd))
+    if all(v == 1 for v in s) and min(cpad) >= 0 and data.size:
+        # at stride 1, a Convolution (Convolution's blocks) of the data padded by
+        # d*(k-1) - pad, with the filters flipped and their in/out channels swapped:
+        # no (N, F*K, *in) columns and no col2im
+        flipped = weight.reshape((g, c // g, f // g) + k).swapaxes(1, 2).reshape(
+            (f, c // g) + k)[(slice(None), slice(None)) + (slice(None, None, -1),) * nd]
+        res = xp.empty((n, f) + out, dtype=data.dtype)
+        _conv_blocks(xp, data, xp.ascontiguousarray(flipped), None if no_bias else bias, res,
+                     k, s, d, cpad, g)
+        return res
     x = data.reshape(n, g, c // g, _prod(ins))                       # (N, G, Cg, L)
     w = weight.reshape(g, c // g, -1).transpose(0, 2, 1)             # (G, Fg*K, Cg)
     cols = xp.matmul(w[None], x).reshape((n, f, _prod(k)) + ins)     # (N, F, K, *in)
@@ -305,7 +439,8 @@ register_layer(
         ("no_bias", "boolean", True),
         *_CONV_BACKEND),
     deconvolution, optional=("bias",),
-    doc="Transposed convolution (1-D, 2-D, 3-D): a matmul per group, then col2im.",
+    doc="Transposed convolution (1-D, 2-D, 3-D): at stride 1 a Convolution with the "
+        "filters flipped; with a stride a matmul per group, then col2im.",
     differences="dilation and 3-D float64 are computed (MXNet's CPU kernel refuses "
                 "them).")
 
