@@ -50,7 +50,10 @@
                          (vec (clojure.core/mapcat #(let [v (get m %)] (if (sequential? v) v (when v [v])))
                                       inputs))
                          []
-                         (into {} (filter (comp some? val)) (select-keys m params))
+                         ;; nil leaves a parameter out, but goes as None where it is
+                         ;; required (slice-axis's :end: MXNet's "int or None, required")
+                         (into {} (filter (fn [[k v]] (or (some? v) (some #{k} required))))
+                               (select-keys m params))
                          (:out m)))
 
 (defmacro ^:private defop
