@@ -7,8 +7,8 @@ actors, each running a test's worker function with a fresh
 ``mx.kv.create(...)`` in the job's environment, exactly as a worker started
 by ``mxkv launch`` would. Starting a cluster takes seconds, so the modules
 using ``cluster`` (or ``jobs``) run one after another and share one, with
-its pool (each module's jobs are removed after it, a pool worker that no
-longer answers is replaced); it is stopped before the first module that
+not its pool (each module gets fresh worker processes, and its jobs are
+removed after it); it is stopped before the first module that
 does not use it (those start Ray clusters of their own) and at the end.
 """
 from __future__ import annotations
@@ -68,22 +68,12 @@ class Cluster:
         self.workers: List[Any] = []
         self.jobs: List[Job] = []
 
-    def drop_unresponsive(self, timeout: float = 30.0) -> None:
-        """Replace pool workers that do not answer within ``timeout`` (one a
-        module left busy or dead would stall the next module's jobs)."""
-        refs = {w.pid.remote(): w for w in self.workers}
-        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=timeout)
-        alive = []
-        for ref in ready:
-            try:
-                ray.get(ref)
-                alive.append(refs[ref])
-            except ray.exceptions.RayError:
-                pass
+    def new_pool(self) -> None:
+        """Kill the pool's workers: the next module's start fresh (no state of
+        another module's tests, no call of theirs still running)."""
         for w in self.workers:
-            if w not in alive:
-                ray.kill(w)
-        self.workers = [w for w in self.workers if w in alive]
+            ray.kill(w)
+        self.workers = []
 
     def pool(self, n: int) -> List[Any]:
         actor = ray.remote(TestWorker).options(num_cpus=0)
@@ -176,7 +166,7 @@ def cluster(_cluster_session):
                  configure_logging=False)
         _shared.update(cluster=Cluster(), temp=temp)
     c = _shared["cluster"]
-    c.drop_unresponsive()
+    c.new_pool()
     try:
         yield c
     finally:
