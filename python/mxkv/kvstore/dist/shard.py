@@ -42,7 +42,7 @@ from ...optimizer.states_file import restricted_loads
 from ..compression import GradientCompression
 from ..local import KVStore
 from .checkpoint import CheckpointLog, checkpoint_path
-from .checkpoint_dir import IDENTITY, read_identity
+from .checkpoint_dir import IDENTITY, claim, holds_logs, read_identity
 from .config import DistConfig
 from .durability import Durability
 from .job import NAMESPACE, coordinator_name, host_label, import_ray
@@ -167,6 +167,10 @@ class ServerShard:
         except MXNetIOError as exc:   # (named as the file at fault)
             self._fail(os.path.join(directory, IDENTITY), exc)
             return False
+        if ident is None and not holds_logs(directory):
+            # a host of its own (no shared storage: the job's directory was
+            # made on the launcher's host): this shard claims its copy here
+            ident = claim(directory, self.job)
         if ident is None or ident["job"] != self.job:
             whose = "no job" if ident is None else f"job {ident['job']!r}"
             raise MXNetError(f"checkpoint directory {directory!r} belongs to {whose}, not to "

@@ -50,8 +50,8 @@
                          (vec (clojure.core/mapcat #(let [v (get m %)] (if (sequential? v) v (when v [v])))
                                       inputs))
                          []
-                         ;; nil leaves a parameter out, but goes as None where it is
-                         ;; required (slice-axis's :end: MXNet's "int or None, required")
+                         ;; nil means None for a required parameter (slice-axis's
+                         ;; :end), and "not given" for an optional one
                          (into {} (filter (fn [[k v]] (or (some? v) (some #{k} required))))
                                (select-keys m params))
                          (:out m)))
