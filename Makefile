@@ -30,7 +30,16 @@ clojure: $(STAMP)
 	@bash tools/ensure-clojure.sh
 
 # The Clojure suite runs inside test-interop, over Py4J and over JPype.
-test: test-python test-interop
+# Much of both suites waits (JVM and Ray start-ups, jobs polled to their
+# end, grace periods), so they run side by side, each printed in one piece
+# as it ends (--output-sync); then the whole-job tests (`launch`) of both,
+# one suite at a time: they count this checkout's Ray processes, which the
+# other suite's jobs would change. MARKS="..." selects tests in either.
+test: clojure
+	@s=0; $(MAKE) --no-print-directory -j2 --output-sync=target test-python test-interop \
+	  MARKS="not launch" || s=1; \
+	$(PY) -m pytest -q -m launch tests || s=1; \
+	$(PY) -m pytest -q -m launch interop-tests || s=1; exit $$s
 
 # The inner loop: every test that needs no JVM, no Ray cluster and not the
 # docs runner, nor the emulated hosts (tests/conftest.py marks those by
@@ -44,12 +53,12 @@ test-fast: $(STAMP)
 
 # The Python suite launches Clojure workers too (tests/distributed): it needs the JVM side.
 test-python: clojure
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q $(if $(MARKS),-m "$(MARKS)") tests
 
 # Python and Clojure together: the tutorial, the Clojure suite, parity and
 # sharing over both transports; the wheel installed in a throwaway venv.
 test-interop: clojure
-	$(PY) -m pytest -q interop-tests
+	$(PY) -m pytest -q $(if $(MARKS),-m "$(MARKS)") interop-tests
 
 # The Clojure suite alone, over one transport (TRANSPORT=jpype for the other).
 test-clojure: clojure

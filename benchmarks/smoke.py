@@ -16,7 +16,9 @@ project's .venv:
   floor where it has one, teardown; rows that need GPUs say why they
   skip;
 * the first point of every sweep (``sweeps.SWEEPS``), the same way;
-* the bandwidth floors (``floors.measure``) with one repetition.
+* the bandwidth floors (``floors.measure``) with one repetition;
+* the scripts whose own loop needs mxkv alone (``TINY``: the profiler, the
+  two-tree A/B study), each once with its smallest row and one repetition.
 
 Timings are printed, never judged. Exits non-zero when anything fails,
 naming it. What it does not run: the MXNet side, the distributed jobs and
@@ -61,6 +63,33 @@ def check_scripts(failures: List[str]) -> None:
                             f"{r.stderr[-2000:]}")
         print(f"  {rel}: {'ok' if r.returncode == 0 else 'FAILED'} "
               f"({time.monotonic() - t0:.1f} s)", flush=True)
+
+
+#: Scripts whose own loop runs on mxkv alone, with the arguments of one tiny
+#: run (the others need MXNet's venv, Ray clusters, JVMs, a GPU or root:
+#: their --help above, their rows below). ``{python}`` is this checkout's python/.
+TINY = {
+    "profile_mxkv.py": ["small_keys_1000", "--steps", "1", "--top", "3"],
+    "studies/ab_trees.py": ["--base", "{python}", "--rows", "small_keys_1000",
+                            "--rounds", "1", "--reps", "1"],
+}
+
+
+def check_tiny(failures: List[str]) -> None:
+    """One tiny run of each script in ``TINY``, output not judged, exit code checked."""
+    python = str(HERE.parent / "python")
+    for rel, args in TINY.items():
+        path = HERE / rel
+
+        def run(path: Path = path, args: List[str] = args) -> str:
+            r = subprocess.run([sys.executable, str(path),
+                                *(a.replace("{python}", python) for a in args)],
+                               capture_output=True, text=True, timeout=300, cwd=str(path.parent),
+                               stdin=subprocess.DEVNULL)
+            if r.returncode != 0:
+                raise RuntimeError(f"exited {r.returncode}\n{r.stdout[-1000:]}{r.stderr[-2000:]}")
+            return "ok"
+        _attempt(f"{rel} {' '.join(args)}", run, failures)
 
 
 def _attempt(what: str, fn: Callable[[], str], failures: List[str]) -> None:
@@ -116,6 +145,8 @@ def main() -> int:
     check_scripts(failures)
     print("bench-smoke: each row and sweep's first point, once, mxkv only", flush=True)
     check_rows(failures)
+    print("bench-smoke: one tiny run of the scripts that need mxkv alone", flush=True)
+    check_tiny(failures)
     took = time.monotonic() - t0
     if failures:
         print(f"bench-smoke: {len(failures)} failed ({took:.0f} s)\n\n" + "\n\n".join(failures),

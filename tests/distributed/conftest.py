@@ -1,10 +1,15 @@
-"""Fixtures for the distributed store: one real Ray cluster per test module.
+"""Fixtures for the distributed store: one real Ray cluster for the modules
+that use it.
 
 The cluster runs on loopback with a small object store and its own temporary
 directory (removed afterwards). Workers are real processes: a pool of Ray
-actors, started once per module, each running a test's worker function with
-a fresh ``mx.kv.create(...)`` in the job's environment, exactly as a worker
-started by ``mxkv launch`` would.
+actors, each running a test's worker function with a fresh
+``mx.kv.create(...)`` in the job's environment, exactly as a worker started
+by ``mxkv launch`` would. Starting a cluster takes seconds, so the modules
+using ``cluster`` (or ``jobs``) run one after another and share one, with
+not its pool (each module gets fresh worker processes, and its jobs are
+removed after it); it is stopped before the first module that
+does not use it (those start Ray clusters of their own) and at the end.
 """
 from __future__ import annotations
 
@@ -63,6 +68,13 @@ class Cluster:
         self.workers: List[Any] = []
         self.jobs: List[Job] = []
 
+    def new_pool(self) -> None:
+        """Kill the pool's workers: the next module's start fresh (no state of
+        another module's tests, no call of theirs still running)."""
+        for w in self.workers:
+            ray.kill(w)
+        self.workers = []
+
     def pool(self, n: int) -> List[Any]:
         actor = ray.remote(TestWorker).options(num_cpus=0)
         while len(self.workers) < n:
@@ -105,20 +117,60 @@ class Cluster:
         self.jobs = []
 
 
+_shared: Dict[str, Any] = {}   # "cluster" and its "temp" directory while one runs
+
+
+def _stop_shared() -> None:
+    c = _shared.pop("cluster", None)
+    if c is not None:
+        c.close()
+        ray.shutdown()
+        # (Ray's last processes may still be writing logs)
+        dist_waits.remove_tree(_shared.pop("temp"))
+
+
+def _uses_cluster(item) -> bool:
+    return "cluster" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(config, items):
+    # the modules using the shared cluster first, each whole and in its order
+    here = os.path.dirname(__file__)
+    mine = [i for i, item in enumerate(items) if str(item.fspath).startswith(here + os.sep)]
+    users = {str(items[i].fspath) for i in mine if _uses_cluster(items[i])}
+    ordered = sorted((items[i] for i in mine), key=lambda item: str(item.fspath) not in users)
+    for i, item in zip(mine, ordered):
+        items[i] = item
+    config._mxkv_cluster_modules = users
+
+
+def pytest_runtest_setup(item):
+    if str(item.fspath) not in getattr(item.config, "_mxkv_cluster_modules", ()):
+        _stop_shared()   # this module starts a Ray of its own, or needs none
+
+
+@pytest.fixture(scope="session")
+def _cluster_session():
+    yield
+    _stop_shared()
+
+
 @pytest.fixture(scope="module")
-def cluster():
-    """A local Ray cluster on loopback for one test module, torn down after it."""
-    temp = tempfile.mkdtemp(prefix="mxkv-ray-")
-    ray.init(address="local", num_cpus=2, namespace=NAMESPACE, include_dashboard=False,
-             object_store_memory=300 * 1024 * 1024, _temp_dir=temp, log_to_driver=False,
-             configure_logging=False)
-    c = Cluster()
+def cluster(_cluster_session):
+    """The shared local Ray cluster on loopback (started by the first module
+    that needs it); the module's jobs are removed after it."""
+    if "cluster" not in _shared:
+        temp = tempfile.mkdtemp(prefix="mxkv-ray-")
+        ray.init(address="local", num_cpus=2, namespace=NAMESPACE, include_dashboard=False,
+                 object_store_memory=300 * 1024 * 1024, _temp_dir=temp, log_to_driver=False,
+                 configure_logging=False)
+        _shared.update(cluster=Cluster(), temp=temp)
+    c = _shared["cluster"]
+    c.new_pool()
     try:
         yield c
     finally:
         c.close()
-        ray.shutdown()
-        dist_waits.remove_tree(temp)   # (Ray's last processes may still be writing logs)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 
 import mxkv as mx
 from mxkv.base import MXNetValueError
-from mxkv.kvstore.comm import CommDevice, CommTree
+from mxkv.kvstore.comm import CommDevice, CommTree, spanning
 from mxkv.kvstore.comm.spanning import compute_depth, compute_trees, tree_weight
 from mxkv.kvstore.comm.topology import Links, link_weights, synthetic_links
 
@@ -67,6 +67,21 @@ def test_every_root_gets_a_balanced_spanning_tree(kind, counts):
         assert len(trees) == n
         for root, tree in enumerate(trees):
             _check_tree(tree, n, root)
+
+
+@pytest.mark.parametrize("n,root", [(3, 0), (4, 1), (5, 3)])
+def test_the_best_tree_weighed_at_once_is_the_one_the_search_finds(n, root):
+    # _backtrack weighs every valid assignment with numpy; _search walks
+    # them one by one as MXNet's IterativeBacktrack: the same tree, ties and
+    # all (weights with missing links, equal links and thirds)
+    rng = np.random.default_rng(n * 10 + root)
+    trees = []
+    for _ in range(2):
+        w = rng.choice([0.0, 1.0, 1.0, 2.0, 0.5, 1 / 3], size=(n, n))
+        w = (np.triu(w, 1) + np.triu(w, 1).T).tolist()
+        trees.append(spanning._search(w, n, root, optimal=True))
+        assert spanning._backtrack(w, n, root, optimal=True) == trees[-1]
+    assert any(-1 not in t for t in trees), trees   # not only "no tree" twice
 
 
 @pytest.mark.parametrize("n", [3, 4, 6, 8])

@@ -23,14 +23,18 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
+from .. import optimizer as opt
 from ..base import MXNetError
 from ..context import cpu_pinned, free_pinned_blocks
 from ..fileio import atomic_write, read_bytes
 from ..ndarray import NDArray
 from ..ndarray.cow import any_shared, before_write
 from ..ndarray.sparse import RowSparseNDArray
+from ..optimizer import Updater
+from ..optimizer.states_file import read_states, sealed
 from .base import KVStoreBase, _local_comm, mark_closed, register_family
 from .comm import create_comm
+from .comm.nccl import check_nccl_available
 from .compression import GradientCompression
 from .keys import check_priority, flatten, group, key_name, pair_row_ids
 from .locks import KeyLocks
@@ -154,8 +158,6 @@ class KVStore(KVStoreBase):
     def _optimizer_updater(self) -> bool:
         if self._updater is None:
             return False
-        from ..optimizer import Updater
-
         return isinstance(self._updater, Updater)
 
     # -- init ------------------------------------------------------------------
@@ -654,8 +656,6 @@ class KVStore(KVStoreBase):
         >>> w.asnumpy()
         array([0.9, 0.9], dtype=float32)
         """
-        from .. import optimizer as opt
-
         if not isinstance(optimizer, opt.Optimizer):
             raise MXNetError(f"set_optimizer: expected an mx.optimizer.Optimizer, got "
                              f"{type(optimizer).__name__}")
@@ -694,8 +694,6 @@ class KVStore(KVStoreBase):
         >>> kv.save_optimizer_states(path)
         >>> kv.load_optimizer_states(path)   # the momentum as it was saved
         """
-        from ..optimizer.states_file import sealed
-
         with self._locks.hold_all():
             states = self._states_updater("save_optimizer_states").get_states(dump_optimizer)
         atomic_write(fname, sealed(states), "optimizer states file")
@@ -715,8 +713,6 @@ class KVStore(KVStoreBase):
         MXNetValueError
             A state's shape differs from its key's.
         """
-        from ..optimizer.states_file import read_states
-
         self._states_updater("load_optimizer_states")
         data = read_bytes(fname, "optimizer states file")
         loaded = read_states(data, f"load_optimizer_states: {os.fspath(fname)!r}")
@@ -881,8 +877,6 @@ class KVStore(KVStoreBase):
 
 
 def _make_nccl(name: str) -> KVStore:
-    from .comm.nccl import check_nccl_available
-
     check_nccl_available()
     return KVStore(name, comm="nccl")
 

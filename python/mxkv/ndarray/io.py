@@ -37,6 +37,7 @@ from ..base import MXNetIOError
 from ..context import Context, cpu
 from ..fileio import TRAILER, atomic_write, check_trailer, read_bytes, with_trailer
 from ._util import MXNetTypeError, is_host, to_device
+from .csr import CSRNDArray
 from .io_base import (
     _DEV_TYPES,
     FLAG_TYPES,
@@ -116,7 +117,6 @@ def _encode_csr(arr: Any, v3: bool) -> List[bytes]:
 
 def _decode_csr(r: Any, i: int, shape: tuple, where: Any, dtype: np.dtype,
                 storage: Optional[tuple]) -> Any:
-    from .csr import CSRNDArray
     auxes = []
     for what in ("indptr", "indices"):
         (flag,) = r.unpack("i")

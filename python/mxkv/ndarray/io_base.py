@@ -10,7 +10,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..base import MXNetIOError
-from ..context import Context, cpu
+from ..context import Context, cpu, num_gpus
 from ._util import to_device
 
 LIST_MAGIC = 0x112
@@ -111,7 +111,6 @@ def saved_context(dev_type: int, dev_id: int, r: Reader, keep_cpu: bool = False)
         names = {1: "cpu", 3: "cpu_pinned", 5: "cpu_shared"}
         return Context(names[dev_type], dev_id)
     if dev_type == 2:
-        from ..context import num_gpus
         try:
             if dev_id < num_gpus():
                 return Context("gpu", dev_id)

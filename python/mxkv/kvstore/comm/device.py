@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ... import ndarray as nd
 from ...context import Context
 from ...ndarray import NDArray
 from ...ndarray._util import device_scope
@@ -41,14 +42,10 @@ _GC_CHUNK = 1 << 18
 
 
 def _empty_on(ctx: Context, shape: tuple, dtype: Any) -> NDArray:
-    from ... import ndarray as nd
-
     return nd.empty(shape, ctx=ctx, dtype=dtype)
 
 
 def _zeros_on(ctx: Context, shape: tuple, dtype: Any) -> NDArray:
-    from ... import ndarray as nd
-
     return nd.zeros(shape, ctx=ctx, dtype=dtype)
 
 

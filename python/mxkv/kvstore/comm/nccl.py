@@ -32,11 +32,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...base import MXNetError
-from ...context import Context
+from ...context import Context, gpu_mode, num_gpus
 from ...ndarray import NDArray
 from ..keys import key_name
 from .base import Comm
 from .device import CommDevice
+from .streams import model
 
 __all__ = ["CommNCCL", "CupyNccl", "SimulatedCollectives", "check_nccl_available",
            "NCCL_INSTALL_HINT"]
@@ -71,8 +72,6 @@ def check_nccl_available() -> None:
 
     Simulated GPUs need nothing; otherwise CuPy, the NCCL library and a GPU.
     """
-    from ...context import gpu_mode, num_gpus
-
     if gpu_mode() == "simulated":
         return
     _nccl_module()
@@ -229,8 +228,6 @@ class SimulatedCollectives:
                 raise MXNetError("simulated NCCL: only the root passes a receive buffer")
         by_rank = {c[1]: c for c in calls}
         if self.devs is not None:  # order as NCCL does, on each rank's current stream
-            from .streams import model
-
             be = model()
             streams = [be.current(d) for d in self.devs]
             be.collective(streams)

@@ -35,6 +35,7 @@ from ...base import env
 from ...context import Context
 from .copies import Staging, copy_array, copy_peer, copy_staged, enable_peer_access, move_async
 from .streams import backend_for
+from .topology import synthetic_links_for_all
 
 __all__ = ["Copier", "same_memory"]
 
@@ -81,7 +82,6 @@ class Copier:
         if src.uses_cupy:
             ok = enable_peer_access(src.cuda_id, dst.cuda_id)
         else:
-            from .topology import synthetic_links_for_all
             ok = bool(synthetic_links_for_all().p2p[dst.device_id][src.device_id])
         with self._lock:
             self._peer[key] = ok

@@ -223,16 +223,6 @@ class SimulatedStreams:
         """The host reads ``a`` (``asnumpy`` after a pull, say)."""
         self.access(self.host, reads=[a], what="host read")
 
-    def host_write(self, a: Any) -> None:
-        """The host writes ``a``.
-
-        Raises
-        ------
-        StreamOrderError
-            Work on a stream not yet waited for still reads or writes it.
-        """
-        self.access(self.host, writes=[a], what="host write")
-
     def retire(self, a: Any) -> None:
         """``a``'s memory returns to its pool: the next owner may write it at
         once, so every stream must be done with it (as a host write)."""

@@ -119,11 +119,6 @@ class CudaStreams:
     def retire(self, a: Any) -> None:
         """``a``'s memory goes back to its pool (nothing to check here)."""
 
-    def comm_streams(self) -> List[Any]:
-        """``(device, stream)`` of every comm stream made so far."""
-        with self._lock:
-            return list(self._comm.items())
-
 
 _backends: Dict[str, Any] = {}
 _backends_lock = threading.Lock()

@@ -75,7 +75,7 @@ class TreePlan:
 @functools.lru_cache(maxsize=64)
 def _trees(weights: Tuple[Tuple[float, ...], ...], alpha: float, backtrack: bool) -> List[Tree]:
     """The trees for one link matrix, built once per process (building takes
-    up to a second or two in Python for 5 to 7 devices)."""
+    up to a few tenths of a second for 5 to 7 devices)."""
     return compute_trees(weights, alpha, backtrack)
 
 

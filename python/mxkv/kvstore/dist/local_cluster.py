@@ -103,7 +103,3 @@ class LocalCluster:
             if not os.path.exists(self.temp_dir):
                 break
             time.sleep(0.1)
-
-    def remove_files(self) -> None:
-        """Remove Ray's files without waiting for Ray (when killing at once)."""
-        shutil.rmtree(self.temp_dir, ignore_errors=True)

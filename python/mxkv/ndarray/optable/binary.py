@@ -14,7 +14,8 @@ import numpy as np
 
 from .._util import MXNetTypeError, MXNetValueError, is_scalar
 from ..ndarray import NDArray
-from .registry import OpDef, register
+from .frontend import finish, functions
+from .registry import OpDef, get, register
 
 
 def _div(xp: Any, a: Any, b: Any) -> Any:
@@ -154,8 +155,6 @@ def _scalar_operand(a: NDArray, s: Any) -> Any:
 
 
 def _apply(key: str, pyname: str, lhs: Any, rhs: Any, out: Any) -> Any:
-    from .frontend import finish, functions
-    from .registry import get
     if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
         return functions()[f"broadcast_{key}"](lhs, rhs, out=out)
     if not isinstance(lhs, NDArray) and not isinstance(rhs, NDArray):

@@ -30,7 +30,7 @@ from .._util import (
     quiet_set,
 )
 from ..ndarray import NDArray, peer_array
-from .registry import REQUIRED, OpDef
+from .registry import REQUIRED, OpDef, iter_ops
 
 __all__ = ["make_function", "functions", "install_methods"]
 
@@ -322,7 +322,6 @@ def functions(namespace: str = "nd") -> dict:
     """``{python name: function}`` of every operator of ``namespace`` (names and
     aliases): ``'nd'`` (``mx.nd``), ``'op'`` (``mx.nd.op``), ``'linalg'`` (the
     short names, ``gemm`` for ``linalg_gemm``), ``'internal'``, ``'random'``..."""
-    from .registry import iter_ops
     res = {}
     for opdef in iter_ops():
         fn = _FUNCTIONS.get(opdef.name)
@@ -341,7 +340,6 @@ def functions(namespace: str = "nd") -> dict:
 def install_methods() -> list:
     """Set each operator's NDArray methods on :class:`NDArray` (those the class
     does not define itself); returns their names."""
-    from .registry import iter_ops
     done = []
     for opdef in iter_ops():
         for m in opdef.methods:

@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 
 from .._util import MXNetTypeError, MXNetValueError
+from ..creation import array
 from ..ndarray import NDArray
-from .registry import OpDef, Param, register
+from .frontend import finish, functions
+from .registry import OpDef, Param, get, register
 
 _T = (Param("transpose_a", "boolean", False), Param("transpose_b", "boolean", False),
       Param("forward_stype", "{None, 'csr', 'default', 'row_sparse'}", None))
@@ -137,7 +139,6 @@ register(OpDef(name="multi_all_finite", inputs=("*data",),
 def moveaxis(tensor: NDArray, source: Any, destination: Any) -> NDArray:
     """``tensor`` with axis ``source`` moved to ``destination`` (a copy), MXNet's
     ``mx.nd.moveaxis``."""
-    from .frontend import functions
     if not isinstance(tensor, NDArray):
         raise MXNetTypeError(f"moveaxis: tensor must be an NDArray, got {type(tensor).__name__}")
     nd = tensor.ndim
@@ -164,8 +165,6 @@ def split_v2(ary: NDArray, indices_or_sections: Any, axis: int = 0,
              squeeze_axis: bool = False) -> Any:
     """``ary`` split into equal sections (an int) or at the positions given (a tuple),
     MXNet's ``mx.nd.split_v2``; a list of arrays (one array for one section)."""
-    from .frontend import finish
-    from .registry import get
     if not isinstance(ary, NDArray):
         raise MXNetTypeError(f"split_v2: ary must be an NDArray, got {type(ary).__name__}")
     xp, a = ary._xp(), ary._array
@@ -184,7 +183,6 @@ def split_v2(ary: NDArray, indices_or_sections: Any, axis: int = 0,
 def onehot_encode(indices: NDArray, out: NDArray) -> NDArray:
     """One-hot rows of ``out``'s width for ``indices`` written into ``out``
     (MXNet's ``mx.nd.onehot_encode``)."""
-    from .frontend import functions
     if not isinstance(indices, NDArray) or not isinstance(out, NDArray):
         raise MXNetTypeError("onehot_encode: indices and out must be NDArrays")
     if len(out.shape) != 2 or tuple(indices.shape) != (out.shape[0],):
@@ -202,8 +200,6 @@ def onehot_encode(indices: NDArray, out: NDArray) -> NDArray:
 
 def histogram(a: NDArray, bins: Any = 10, range: Any = None) -> Any:  # noqa: A002
     """MXNet's ``mx.nd.histogram``: (counts as int64, bin edges as ``a``'s dtype)."""
-    from .frontend import finish
-    from .registry import get
     if not isinstance(a, NDArray):
         raise MXNetTypeError(f"histogram: a must be an NDArray, got {type(a).__name__}")
     if isinstance(bins, NDArray):
@@ -238,7 +234,6 @@ def reset_arrays(*data: NDArray, **kwargs: Any) -> None:
 def linspace(start: float, stop: float, num: int, endpoint: bool = True, ctx: Any = None,
              dtype: Any = np.float32) -> NDArray:
     """``num`` evenly spaced values from ``start`` to ``stop`` (MXNet's ``mx.nd.linspace``)."""
-    from ..creation import array
     if int(num) < 0:
         raise MXNetValueError(f"linspace: num must be >= 0, got {num}")
     values = np.linspace(float(start), float(stop), int(num), endpoint=bool(endpoint))
@@ -256,7 +251,6 @@ register(OpDef(name="linspace", inputs=(), params=(), impl=None, frontend=linspa
 def _slice_assign_method(self: NDArray, rhs: NDArray, begin: Any, end: Any,
                          step: Any) -> NDArray:
     """Write ``rhs`` into the region ``begin:end:step`` of this array; returns it."""
-    from .frontend import functions
     return functions("internal")["_slice_assign"](self, rhs, begin=begin, end=end, step=step,
                                                   out=self)
 
@@ -264,7 +258,6 @@ def _slice_assign_method(self: NDArray, rhs: NDArray, begin: Any, end: Any,
 def _slice_assign_scalar_method(self: NDArray, value: float, begin: Any, end: Any,
                                 step: Any) -> NDArray:
     """Set the region ``begin:end:step`` of this array to ``value``; returns it."""
-    from .frontend import functions
     return functions("internal")["_slice_assign_scalar"](self, value, begin=begin, end=end,
                                                          step=step, out=self)
 

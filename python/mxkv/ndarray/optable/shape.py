@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ...base import _Null
 from .._reshape import infer_reshape
 from .._util import MXNetTypeError, MXNetValueError
 from ..ndarray import _provided
@@ -184,7 +185,6 @@ def _concat(xp: Any, data: list, num_args: int, dim: int) -> Any:
 
 def _csr_concat(opdef: OpDef, inputs: list, params: dict, out: Any) -> Any:
     dim = params.get("dim")
-    from ...base import _Null
     return _provided("csr_concat")(inputs, 1 if dim is _Null else dim, out)
 
 

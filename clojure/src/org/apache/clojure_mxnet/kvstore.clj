@@ -17,6 +17,7 @@
    {:type :disposed} when it was disposed."
   (:refer-clojure :exclude [type])
   (:require [clojure.spec.alpha :as s]
+            [clojure.string :as string]
             [org.apache.clojure-mxnet.bridge :as bridge]
             [org.apache.clojure-mxnet.ndarray :as ndarray]
             [org.apache.clojure-mxnet.optimizer :as optimizer]
@@ -83,15 +84,35 @@
                         " values; give one key per value, or a single key for all of them")
                    {:keys ks :count (count vals)})))
 
+(defn- refuse-unknown-type!
+  "Rethrows the engine's refusal `e` of kvstore type `name` (an
+   MXNetValueError, which names the known types) as :invalid-argument, its
+   bad argument and the known types in the ex-data (:accepted); any other
+   error as it is."
+  [e name]
+  (let [{:keys [python-class traceback]} (ex-data e)
+        msg (str (ex-message e))]
+    (if (= python-class "mxkv.base.MXNetValueError")
+      (util/invalid! (str "Invalid kvstore name: " (string/replace-first msg #"^create: " ""))
+                     {:argument "name" :value name
+                      :accepted (mapv second (re-seq #"'([^']+)'"
+                                                     (second (re-find #"known types are ([^(]*)" msg))))
+                      :python-class python-class :traceback traceback})
+      (throw e))))
+
 (defn create
   "A new store of type `name` (a string, default \"local\"): \"local\" and
    \"device\" reduce on one machine (\"device\" sums on the values' devices);
    MXNet's other type strings (\"dist_sync\", \"nccl\" ...) are parsed as MXNet
-   does. Freeing it is optional: the GC does, or `dispose`."
+   does; any other name (a typo such as \"lcoal\") is refused with ex-info
+   {:type :invalid-argument :argument \"name\" :accepted [known types]}, where
+   MXNet makes a local store. Freeing it is optional: the GC does, or `dispose`."
   ([name]
    (util/validate! string? name "Invalid kvstore name")
    (let [conn (bridge/connection)
-         [h t] (bridge/call conn "kv.create" [name])
+         [h t] (try (bridge/call conn "kv.create" [name])
+                    (catch clojure.lang.ExceptionInfo e
+                      (refuse-unknown-type! e name)))
          kv (bridge/tracked conn h #(KVStore. conn % t))]
      (resource-scope/track! kv (.-handle ^KVStore kv))))
   ([]

@@ -51,9 +51,16 @@
 (deftest a-misspelt-store-type-is-refused-naming-the-known-types
   ;; MXNet makes a local store for any name without "dist" or "nccl"
   ;; (docs/parity.md, D28): a typo would pass unseen
-  (let [e (is (thrown? ExceptionInfo (kvstore/create "lcoal")))]
-    (is (re-find #"unknown kvstore type 'lcoal': known types are .*'device'.*'dist_sync'.*'local'"
-                 (str (ex-message e))))))
+  (let [e (is (thrown? ExceptionInfo (kvstore/create "lcoal")))
+        data (ex-data e)]
+    (is (re-find #"^Invalid kvstore name: unknown kvstore type 'lcoal': known types are .*'device'.*'dist_sync'.*'local'"
+                 (str (ex-message e))))
+    (is (= :invalid-argument (:type data)) "an argument error, not the engine's")
+    (is (= ["name" "lcoal"] [(:argument data) (:value data)]))
+    (is (every? (set (:accepted data)) ["local" "device" "dist_sync" "dist_async" "nccl"])
+        (pr-str (:accepted data)))
+    (is (not-any? #{"lcoal"} (:accepted data)))
+    (is (= "local" (kvstore/type (kvstore/create "local"))) "the engine still makes stores")))
 
 (deftest a-local-store-is-one-worker-of-rank-0
   (let [kv (kvstore/create "local")]
