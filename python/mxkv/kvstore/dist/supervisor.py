@@ -130,7 +130,9 @@ class Supervisor:
                       and self.signum is None):
                     failed.add(rank)
                     code = code or rc
-                    _say(f"worker {rank} exited with code {rc}")
+                    where = getattr(p, "host", None)
+                    _say(f"worker {rank} exited with code {rc}"
+                         + (f" (on {where})" if where else ""))
                     try:
                         job.coordinator.declare_dead.remote(
                             rank, f"its process exited with code {rc}")

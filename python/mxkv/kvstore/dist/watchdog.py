@@ -19,9 +19,9 @@ import signal
 import subprocess
 import sys
 import time
-from typing import List, Optional
+from typing import Iterable, List, Optional
 
-__all__ = ["MARK_VAR", "Watchdog"]
+__all__ = ["MARK_VAR", "Watchdog", "marked", "holding", "sweep"]
 
 #: The environment variable that marks a launcher's processes.
 MARK_VAR = "MXKV_LAUNCH_ID"
@@ -61,9 +61,10 @@ class Watchdog:
         self.proc = None
 
 
-def marked(mark: str) -> List[int]:
-    """The live processes whose environment carries ``MXKV_LAUNCH_ID=mark``."""
-    needle = f"{MARK_VAR}={mark}".encode()
+def marked(mark: str, var: str = MARK_VAR) -> List[int]:
+    """The live processes whose environment carries ``var=mark``
+    (``MXKV_LAUNCH_ID`` by default)."""
+    needle = f"{var}={mark}".encode()
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == os.getpid():
@@ -78,10 +79,11 @@ def marked(mark: str) -> List[int]:
 
 
 def holding(paths: List[str]) -> List[int]:
-    """The processes with a file open (or their working directory) under
-    ``paths``: Ray's processes keep their logs open in the cluster's
-    directory, and a process that renames itself (Ray's agents call
-    ``setproctitle``) may overwrite what ``/proc/PID/environ`` shows."""
+    """The processes with a file open, mapped (a shard's pull segments) or
+    their working directory under ``paths``: Ray's processes keep their logs
+    open in the cluster's directory, and a process that renames itself
+    (Ray's agents call ``setproctitle``) may overwrite what
+    ``/proc/PID/environ`` shows."""
     roots = tuple(os.path.join(os.path.realpath(p), "") for p in paths)
     out: List[int] = []
     if not roots:
@@ -92,31 +94,40 @@ def holding(paths: List[str]) -> List[int]:
         try:
             links = [os.readlink(f"/proc/{name}/cwd")]
             links += [os.readlink(f"/proc/{name}/fd/{fd}") for fd in os.listdir(f"/proc/{name}/fd")]
-        except OSError:
+            with open(f"/proc/{name}/maps") as f:
+                links += [line.split(None, 5)[5].strip() for line in f
+                          if line.count(" ") >= 5 and "/" in line]
+        except (OSError, IndexError):
             continue
         if any(os.path.join(link, "").startswith(roots) for link in links):
             out.append(int(name))
     return out
 
 
-def sweep(mark: str, paths: List[str], launcher: int, timeout: float = 10.0) -> None:
-    """SIGKILL the marked processes, and those holding files under
-    ``paths``, but the ``launcher`` (which closed the pipe and is ending
-    on its own), until none is left (or ``timeout`` s), then remove ``paths``."""
+def sweep(mark: str, paths: List[str], launcher: int, timeout: float = 10.0,
+          var: str = MARK_VAR, spare: Iterable[int] = ()) -> List[int]:
+    """SIGKILL the processes marked ``var=mark``, and those holding files
+    under ``paths``, but the ``launcher`` (which closed the pipe and is
+    ending on its own) and ``spare``, until none is left (or ``timeout`` s),
+    then remove ``paths``; returns the pids killed."""
     deadline = time.monotonic() + timeout
+    spared = {launcher, *spare}
+    killed: List[int] = []
     while time.monotonic() < deadline:
         # a zombie's environment and files read empty: not counted
-        pids = (set(marked(mark)) | set(holding(paths))) - {launcher}
+        pids = (set(marked(mark, var)) | set(holding(paths))) - spared
         if not pids:
             break
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
             except (ProcessLookupError, PermissionError):
                 pass
         time.sleep(0.05)
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
+    return killed
 
 
 def main() -> None:
