@@ -287,18 +287,24 @@ class Bed:
         if host == 0:
             raise ValueError("host 0 holds the Ray head: make a new bed instead")
         h = self.hosts[host]
-        for pid in _pids_in(h.pidns):
-            if pid != h.init_pid:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        deadline = time.monotonic() + 30
-        while [p for p in _pids_in(h.pidns) if p != h.init_pid] and \
-                time.monotonic() < deadline:
-            time.sleep(0.05)
         self.link(host, up=True)
-        self._ray_start(host)
+        for attempt in range(3):   # (a loaded machine may time `ray start` out)
+            for pid in _pids_in(h.pidns):
+                if pid != h.init_pid:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            deadline = time.monotonic() + 30
+            while [p for p in _pids_in(h.pidns) if p != h.init_pid] and \
+                    time.monotonic() < deadline:
+                time.sleep(0.05)
+            try:
+                self._ray_start(host)
+                break
+            except BedError:
+                if attempt == 2:
+                    raise
         self._wait_nodes()
 
     def link(self, host: int, up: bool) -> None:

@@ -43,6 +43,7 @@ from .checkpoint_dir import claim
 from .config import DistConfig
 from .coordinator import Coordinator
 from .job import NAMESPACE, JobEnv, Timeouts, coordinator_name, import_ray, shard_name
+from .node_keeper import replica_dir
 from .shard import ServerShard
 from .shm import data_dir
 
@@ -146,8 +147,10 @@ class Job:
             self.groups = []
         if self.owns_checkpoints:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
-        # the same-host data path's segments (shm.py), this host's
+        # the same-host data path's segments (shm.py), and the copies of
+        # other nodes' shard logs (replica.py), this host's
         shutil.rmtree(data_dir(self.name), ignore_errors=True)
+        shutil.rmtree(replica_dir(self.name), ignore_errors=True)
 
 
 def placement_options(count: int, placement: str = "spread",
@@ -348,7 +351,7 @@ def _start_agents(name: str, coordinator: Any, directory: str, owns: bool, run: 
     ``mxkv-job.json`` of this run (it is not shared)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from .node_keeper import NodeAgent
+    from .node_keeper import NodeAgent, machine_id
 
     ray = import_ray()
     nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
@@ -363,6 +366,12 @@ def _start_agents(name: str, coordinator: Any, directory: str, owns: bool, run: 
         name, [directory] if owns else [], t.heartbeat, t.dead) for node in nodes}
     where = dict(zip(agents, ray.get([a.where.remote() for a in agents.values()],
                                      timeout=timeout)))
+    # a keeper per machine, none on this one (the launcher's cleanup covers it)
+    machines = {machine_id()}
+    for node in nodes:
+        if where[node][3] not in machines:
+            machines.add(where[node][3])
+            agents[node].keep.remote()
     ray.get(coordinator.set_agents.remote({n: (a, where[n][0]) for n, a in agents.items()}),
             timeout=timeout)
     if config.checkpoint_replica != "auto":

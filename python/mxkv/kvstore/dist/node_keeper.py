@@ -4,7 +4,8 @@ On a cluster of several nodes, :func:`~.cluster.create_job` places one
 :class:`NodeAgent` actor on every alive node (a hard node affinity each,
 owned by the process that created the job). Each agent:
 
-* **starts a keeper** (``python -m mxkv.kvstore.dist.node_keeper``), a
+* **starts a keeper** (``python -m mxkv.kvstore.dist.node_keeper``; one
+  per machine, none on the job creator's, :meth:`NodeAgent.keep`), a
   plain process outside Ray (double-forked, a session of its own, so that
   neither the agent's death nor its raylet's takes it along) that holds a
   pipe from the agent. When the pipe closes (the job closed and killed the
@@ -57,7 +58,7 @@ from ...bridge.private import private_directory
 from .checkpoint import open_private
 from .watchdog import holding, marked, sweep
 
-__all__ = ["NodeAgent", "replica_dir", "JOB_VAR"]
+__all__ = ["NodeAgent", "replica_dir", "machine_id", "JOB_VAR"]
 
 #: The environment variable every process of a job carries (``mxkv launch`` sets it).
 JOB_VAR = "MXKV_JOB"
@@ -109,7 +110,7 @@ class NodeAgent:
             private_directory(path, "job directory")
             with open_private(os.path.join(path, MARK), "wb") as f:
                 f.write(json.dumps({"cluster": self.cluster, "job": job}).encode())
-        self.keeper = self._start_keeper()
+        self.keeper: Any = None   # (started by keep(): one per machine)
         self.ray_job = ray.get_runtime_context().get_job_id()
         self._told: set = set()
         self._lock = threading.Lock()
@@ -123,6 +124,14 @@ class NodeAgent:
         while True:
             self._actors_here()
             time.sleep(2.0)
+
+    def keep(self) -> None:
+        """Start this node's keeper. The job starts one per machine, none on
+        the machine of the process that created it (whose own cleanup covers
+        it): nodes of one machine (a cluster on loopback) share its
+        processes and files, and one node's end must not take the others'."""
+        if self.keeper is None:
+            self.keeper = self._start_keeper()
 
     def _start_keeper(self) -> Any:
         r, w = os.pipe()
@@ -139,7 +148,7 @@ class NodeAgent:
     def _tell(self, line: str) -> None:
         try:
             self.keeper.write(line.encode() + b"\n")
-        except OSError:
+        except (OSError, AttributeError):   # (no keeper here)
             pass
 
     def _actors_here(self) -> None:
@@ -187,12 +196,14 @@ class NodeAgent:
     def clean(self) -> List[int]:
         """Remove the job from this node now (the job is closing): SIGKILL
         its processes here but this one, remove its directories; returns the
-        pids killed."""
+        pids killed. Only where a keeper runs (see :meth:`keep`)."""
+        if self.keeper is None:
+            return []
         return sweep(self.job, self.paths, os.getpid(), var=JOB_VAR)
 
     def where(self) -> tuple:
-        """(host name, node id, pid) of this agent."""
-        return self.host, self.node, os.getpid()
+        """(host name, node id, pid, machine) of this agent (:func:`machine_id`)."""
+        return self.host, self.node, os.getpid(), machine_id()
 
     def sees(self, directory: str, run: str) -> bool:
         """Whether ``directory``'s ``mxkv-job.json`` names run ``run`` here
@@ -247,6 +258,24 @@ class NodeAgent:
                 return f.read()
         except FileNotFoundError:
             return None
+
+
+def machine_id() -> str:
+    """What tells this machine (its boot) and its process and mount
+    namespaces apart: nodes with the same id share processes and files."""
+    parts = []
+    for path in ("/proc/sys/kernel/random/boot_id",):
+        try:
+            with open(path) as f:
+                parts.append(f.read().strip())
+        except OSError:
+            parts.append("?")
+    for ns in ("pid", "mnt"):
+        try:
+            parts.append(os.readlink(f"/proc/self/ns/{ns}"))
+        except OSError:
+            parts.append("?")
+    return "/".join(parts)
 
 
 # ---------------------------------------------------------------- stale jobs

@@ -6,7 +6,9 @@ children) and starts this watchdog in a session of its own, holding a pipe
 from the launcher. The launcher writes down each directory it creates; when
 the pipe closes, however the launcher ended, the watchdog SIGKILLs every
 process still carrying the mark or holding a file in those directories,
-removes the directories and exits. After a clean end it finds nothing to do.
+removes the directories and exits. It also kills what carries the job's
+``MXKV_JOB`` name (what Ray's actors on this host started for the job).
+After a clean end it finds nothing to do.
 
 Run as ``python -m mxkv.kvstore.dist.watchdog MARK LAUNCHER_PID`` (the launcher does).
 """
@@ -46,6 +48,12 @@ class Watchdog:
             self.proc.stdin.flush()  # type: ignore[union-attr]
         except (OSError, AttributeError):
             pass
+
+    def mark_job(self, job: str) -> None:
+        """Have the processes carrying ``MXKV_JOB=job`` killed too (those a
+        Ray actor started on this host for the job carry that, not the
+        launcher's mark)."""
+        self.remove_later(f"job:{job}")
 
     def close(self, timeout: float = 10.0) -> None:
         """The launcher is done: the watchdog sweeps (finding nothing) and exits."""
@@ -105,17 +113,23 @@ def holding(paths: List[str]) -> List[int]:
 
 
 def sweep(mark: str, paths: List[str], launcher: int, timeout: float = 10.0,
-          var: str = MARK_VAR, spare: Iterable[int] = ()) -> List[int]:
-    """SIGKILL the processes marked ``var=mark``, and those holding files
-    under ``paths``, but the ``launcher`` (which closed the pipe and is
-    ending on its own) and ``spare``, until none is left (or ``timeout`` s),
-    then remove ``paths``; returns the pids killed."""
+          var: str = MARK_VAR, spare: Iterable[int] = (), jobs: Iterable[str] = ()
+          ) -> List[int]:
+    """SIGKILL the processes marked ``var=mark`` (or ``MXKV_JOB=`` one of
+    ``jobs``), and those holding files under ``paths``, but the
+    ``launcher`` (which closed the pipe and is ending on its own) and
+    ``spare``, until none is left (or ``timeout`` s), then remove
+    ``paths``; returns the pids killed."""
     deadline = time.monotonic() + timeout
     spared = {launcher, *spare}
+    jobs = list(jobs)
     killed: List[int] = []
     while time.monotonic() < deadline:
         # a zombie's environment and files read empty: not counted
-        pids = (set(marked(mark, var)) | set(holding(paths))) - spared
+        pids = set(marked(mark, var)) | set(holding(paths))
+        for job in jobs:
+            pids |= set(marked(job, "MXKV_JOB"))
+        pids -= spared
         if not pids:
             break
         for pid in pids:
@@ -132,8 +146,9 @@ def sweep(mark: str, paths: List[str], launcher: int, timeout: float = 10.0,
 
 def main() -> None:
     mark, launcher = sys.argv[1], int(sys.argv[2])
-    paths = [line.decode().rstrip("\n") for line in sys.stdin.buffer]   # until EOF
-    sweep(mark, [p for p in paths if p], launcher)
+    lines = [line.decode().rstrip("\n") for line in sys.stdin.buffer]   # until EOF
+    jobs = [x[4:] for x in lines if x.startswith("job:")]
+    sweep(mark, [p for p in lines if p and not p.startswith("job:")], launcher, jobs=jobs)
 
 
 if __name__ == "__main__":
