@@ -40,15 +40,16 @@ def job_leftovers(bed, host):
     return out
 
 
-def wait_clean(bed, timeout=30.0):
-    """Poll both hosts until nothing of a job is left, up to ``timeout`` s;
-    returns (seconds it took, what was still there at the first look, what
-    is there at the end)."""
+def wait_clean(bed, timeout=30.0, hosts=None):
+    """Poll the hosts (default: all) until nothing of a job is left on
+    ``hosts``, up to ``timeout`` s; returns (seconds it took, what was on
+    each host at the first look, what is there at the end)."""
     start = time.monotonic()
+    hosts = range(bed.n) if hosts is None else hosts
     first = {h: job_leftovers(bed, h) for h in range(bed.n)}
     while True:
         now = {h: job_leftovers(bed, h) for h in range(bed.n)}
-        if not any(now.values()) or time.monotonic() - start > timeout:
+        if not any(now[h] for h in hosts) or time.monotonic() - start > timeout:
             return time.monotonic() - start, first, now
         time.sleep(0.1)
 
