@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-multihost bench-ops bench-sweeps gpu-check gpu-check-quick lint clean
+.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-multihost bench-ops bench-smoke bench-sweeps gpu-check gpu-check-quick lint clean
 
 all: test
 
@@ -34,11 +34,13 @@ test: test-python test-interop
 
 # The inner loop: every test that needs no JVM, no Ray cluster and not the
 # docs runner, nor the emulated hosts (tests/conftest.py marks those by
-# directory and fixture), so no
-# Clojure set-up either. About a minute on 2 cores; `make test` runs the rest.
-FAST_MARKS := not (jvm or ray or docs or multihost)
+# directory and fixture), so no Clojure set-up either. About 30 s on 2 cores;
+# `make test` runs the rest. Property tests draw 150 examples here, 1000 in
+# `make test` (the hypothesis profile, tests/conftest.py); the whole-tree lint
+# checks are `make lint`'s.
+FAST_MARKS := not (jvm or ray or docs or multihost or lint)
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "$(FAST_MARKS)" tests
+	MXKV_HYPOTHESIS_PROFILE=fast $(PY) -m pytest -q -m "$(FAST_MARKS)" tests
 
 # The Python suite launches Clojure workers too (tests/distributed): it needs the JVM side.
 test-python: clojure
@@ -67,6 +69,12 @@ golden:
 # The rows, then the sweeps (how cost grows with keys, size and devices).
 bench: $(STAMP)
 	bash benchmarks/run.sh full $(BENCH_ARGS)
+
+# Does every benchmark still run? Each script's --help (or import), and each
+# row and sweep's first point once, mxkv alone: about 30 s, no MXNet venv
+# (benchmarks/smoke.py). CI runs it after `make test` (.ci/run).
+bench-smoke: $(STAMP)
+	$(PY) benchmarks/smoke.py
 
 bench-quick: $(STAMP)
 	bash benchmarks/run.sh quick $(BENCH_ARGS)

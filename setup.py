@@ -13,6 +13,7 @@ is in pyproject.toml.
 import importlib.util
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from setuptools import setup
@@ -22,11 +23,14 @@ ROOT = Path(__file__).resolve().parent
 
 
 def _classpath_module():
-    """python/mxkv/classpath.py on its own (the package's dependencies are
-    not installed where wheels are built)."""
+    """python/mxkv/classpath/ on its own (the package's dependencies are
+    not installed where wheels are built): loaded as a top-level package of
+    its own, so that its modules' relative imports of each other work."""
+    where = ROOT / "python" / "mxkv" / "classpath"
     spec = importlib.util.spec_from_file_location(
-        "_mxkv_classpath", ROOT / "python" / "mxkv" / "classpath.py")
+        "_mxkv_classpath", where / "__init__.py", submodule_search_locations=[str(where)])
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from typing import Any, Dict, List, Optional
 
@@ -269,25 +268,16 @@ def update_docs(md: str, begin: str = BEGIN, end: str = END) -> bool:
 
 
 def write_all(r: Dict[str, Any], out_dir: str, docs: bool = False) -> List[str]:
-    """Write ``<mode>.*`` and ``latest.*``; with ``docs``, refresh docs/benchmarks.md."""
+    """Write ``<mode>.{json,md,png}`` (no ``latest.*`` copies: the mode names
+    the run); with ``docs``, refresh docs/benchmarks.md."""
     mode = r["mode"]
-    paths = []
     base = os.path.join(out_dir, mode)
     with open(base + ".json", "w") as f:
         json.dump(r, f, indent=1, sort_keys=False)
     has_png = chart(r, base + ".png")
     with open(base + ".md", "w") as f:
         f.write(markdown(r, image=(mode + ".png") if has_png else None))
-    for ext in ("json", "md", "png"):
-        src = "%s.%s" % (base, ext)
-        if os.path.exists(src) and (ext != "png" or has_png):
-            dst = os.path.join(out_dir, "latest." + ext)
-            if ext == "md":
-                with open(dst, "w") as f:
-                    f.write(markdown(r, image="latest.png" if has_png else None))
-            else:
-                shutil.copyfile(src, dst)
-            paths += [src, dst]
+    paths = [base + ".json", base + ".md"] + ([base + ".png"] if has_png else [])
     if docs:
         rel = "../benchmarks/results/%s.png" % mode
         if update_docs(markdown(r, image=rel if has_png else None)):

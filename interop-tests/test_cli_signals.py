@@ -155,3 +155,19 @@ def test_mxkv_tutorial_dies_with_its_parent(tmp_path):
 def _linux_only():
     if not sys.platform.startswith("linux"):
         pytest.skip("checks /proc and /dev/shm (Linux)")
+
+
+@pytest.mark.parametrize("transport", ["py4j", "jpype"])
+def test_a_failed_clojure_program_reports_to_stderr_and_leaves_no_crash_file(transport, tmp_path):
+    """clojure.main writes an uncaught error's report to a /tmp/clojure-*.edn
+    file that nothing removes, unless told ``-Dclojure.main.report=stderr``;
+    every JVM mxkv starts is told (here its temporary directory is
+    ``tmp_path``, to see what it writes)."""
+    env = dict(os.environ, MXKV_JVM_OPTS=f"-XX:TieredStopAtLevel=1 -Djava.io.tmpdir={tmp_path}")
+    r = subprocess.run([sys.executable, "-m", "mxkv.cli", "clj", "--transport", transport,
+                        "-e", '(throw (ex-info "mxkv-boom" {:why :test}))'],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "mxkv-boom" in r.stderr
+    assert "Full report at" not in r.stderr, r.stderr
+    assert not list(tmp_path.glob("clojure-*.edn")), sorted(p.name for p in tmp_path.iterdir())

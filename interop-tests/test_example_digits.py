@@ -59,6 +59,13 @@ def _check(out, lang, results):
     for r in (dist, local):
         assert r["held_out_accuracy"] >= 0.9, results
     assert dist["workers"] == 2 and local["workers"] == 1
+    # the README's table shows what the program prints, digit for digit
+    row = {"clj": "Clojure", "py": "Python"}[lang]
+    shown = [float(v) for v in re.findall(rf"^\| {row}, [^|]*\| ([0-9.e-]+) \|",
+                                          (EXAMPLE / "README.md").read_text(), re.M)]
+    assert shown == [dist["final_train_loss"], local["final_train_loss"]], \
+        (f"examples/digits/README.md shows final losses {shown} for {row}; the runs printed "
+         f"{dist['final_train_loss']!r} (dist_sync) and {local['final_train_loss']!r} (local)")
     print(f"{lang}: final train loss dist_sync {dist['final_train_loss']!r} local "
           f"{local['final_train_loss']!r}; held-out accuracy {dist['held_out_accuracy']:.4f}; "
           f"largest step-loss gap {worst}")

@@ -1,6 +1,6 @@
 """Shared test fixtures and markers.
 
-Tiers. ``make test-fast`` runs every test not marked ``jvm``, ``ray``,
+Tiers. ``make test-fast`` runs every test not marked ``jvm``, ``ray``, ``lint``,
 ``docs`` or ``multihost``; ``make test`` runs them all. The marks are
 applied here, never by hand, so a new test lands in the right tier by where
 it lives or what it uses:
@@ -14,6 +14,10 @@ it lives or what it uses:
   fixtures also skip, saying what to install, where the JDK and Clojure jar
   or Ray are missing.
 
+Property tests draw as many examples as the hypothesis profile
+``MXKV_HYPOTHESIS_PROFILE`` names: ``full`` by default, ``fast`` in
+``make test-fast``.
+
 The docstrings' examples run as tests too (tests/test_doctests.py; those of
 ``mxkv.jvm`` through ``needs_jvm``).
 
@@ -26,10 +30,12 @@ copies, NCCL), so it also skips on virtual GPUs. The GPU tests live in
 simulated devices (the ``simulate_gpus`` fixture), so CI exercises them
 without a GPU.
 """
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from mxkv import context
 from mxkv.base import MissingDependencyError
@@ -47,16 +53,32 @@ def cuda_gpus_available() -> bool:
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Tier of each directory (relative to the repository root) and fixture.
+# How many examples a property test tries: ``full`` (1000, what `make test`
+# and CI run) unless MXKV_HYPOTHESIS_PROFILE says otherwise; `make test-fast`
+# runs ``fast`` (150: the same families of cases, each drawn fewer times).
+settings.register_profile("full", max_examples=1000)
+settings.register_profile("fast", max_examples=150)
+settings.load_profile(os.environ.get("MXKV_HYPOTHESIS_PROFILE", "full"))
+
+# Tier of each directory or file (relative to the repository root), fixture
+# and test. ``launch``: whole `mxkv launch` jobs (a Ray cluster, every
+# process), the slowest of ``ray`` (`-m "ray and not launch"` for a quicker
+# loop over the distributed store). ``lint``: what `make lint` checks, whole
+# tree (deselected by test-fast, which runs beside `make lint`).
 TIER_DIRS = {"tests/distributed": "ray", "tests/multihost": "multihost",
-             "interop-tests": "jvm"}
+             "interop-tests": "jvm",
+             "tests/distributed/test_dist_launch.py": "launch",
+             "tests/distributed/test_dist_launch_processes.py": "launch",
+             "interop-tests/test_example_digits.py": "launch"}
 TIER_FIXTURES = {"needs_jvm": "jvm", "needs_ray": "ray", "docs_runner": "docs",
                  "bed_tool": "multihost"}
+TIER_TESTS = {"tests/test_tools_lint.py::test_the_tree_has_no_cycle_outside_the_allowlist": "lint",
+              "tests/test_tools_lint.py::test_the_package_holds_the_docstring_floors": "lint"}
 
 
 def tiers(item) -> set:
-    """The tier marks (``jvm``, ``ray``, ``docs``, ``multihost``) ``item`` gets from
-    its path and fixtures."""
+    """The tier marks (``jvm``, ``ray``, ``docs``, ``multihost``, ``launch``,
+    ``lint``) ``item`` gets from its path, fixtures and name."""
     used = getattr(item, "fixturenames", ())
     out = {mark for name, mark in TIER_FIXTURES.items() if name in used}
     try:
@@ -65,6 +87,9 @@ def tiers(item) -> set:
         return out
     out.update(mark for prefix, mark in TIER_DIRS.items()
                if rel == prefix or rel.startswith(prefix + "/"))
+    mark = TIER_TESTS.get(f"{rel}::{getattr(item, 'originalname', item.name)}")
+    if mark:
+        out.add(mark)
     return out
 
 

@@ -91,3 +91,37 @@ def test_blocks_of_other_languages_do_not_run(tmp_path):
     page.write_text("```sh\nexit 1\n```\n```python\nassert True\n```\n")
     assert [b.lang for b in docs_check.blocks(page)] == ["python"]
     assert docs_check.run_python_subprocess(page) == []
+
+
+def _aliases(code):
+    """The namespace aliases ``code`` uses (``ndarray/`` in ``(ndarray/ones ...)``)
+    and those it requires itself (``:as ndarray``)."""
+    import re
+
+    used = set(re.findall(r"[(\s'#\[]([a-z][\w-]*)/[\w<>*+!?=-]", code))
+    return {u for u in used if u != "clojure"}, set(re.findall(r":as\s+([\w-]+)", code))
+
+
+@pytest.mark.parametrize("page", CLJ_PAGES, ids=lambda p: p.name)
+def test_each_clojure_block_requires_what_it_uses(page):
+    # a reader copies one block into a REPL: it must not lean on an earlier
+    # block's requires (the runner runs a page's blocks in one namespace, so
+    # it would not notice)
+    for block in docs_check.blocks(page, ("clojure",)):
+        used, required = _aliases(block.code)
+        assert used <= required, (f"{page.name}:{block.line}: the block uses "
+                                  f"{sorted(used - required)} without requiring them")
+
+
+def test_the_readme_install_line_brings_what_mxkv_launch_needs():
+    # `mxkv launch` refuses to run without Ray and names the extra; a user who
+    # follows the README's install line must have it
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    extras = re.search(r"Without a checkout: `pip install 'mxkv\[([\w,]+)\]'`", readme)
+    assert extras, "README.md lost its install line"
+    job = (ROOT / "python" / "mxkv" / "kvstore" / "dist" / "job.py").read_text()
+    assert "pip install 'mxkv[dist]'" in job   # the extra the launcher's error names
+    assert "mxkv launch" in readme
+    assert "dist" in extras.group(1).split(","), extras.group(0)

@@ -7,8 +7,9 @@ mixed keys, unknown keys, duplicate init, wrong shapes and dtypes, wrong
 contexts, empty and mismatched lists, None, NaN/Inf, huge and negative
 shapes, bad optimizer and compression parameters, bad file paths, truncated
 and corrupt files). The run is deterministic (``derandomize``, no example
-database) and tries ``MXKV_TEST_EXAMPLES`` (default 1000) lists of
-``CALLS`` calls: over 10,000 invalid calls in a few seconds. Raise the knob
+database) and tries ``MXKV_TEST_EXAMPLES`` lists of ``CALLS`` calls (default:
+the hypothesis profile's, 1000 in ``make test``, over 10,000 invalid calls in
+a few seconds; 150 in ``make test-fast``, tests/conftest.py). Raise the knob
 for a longer hunt, e.g. ``MXKV_TEST_EXAMPLES=20000``.
 """
 import os
@@ -33,7 +34,7 @@ from mxkv.base import (
     env,
 )
 
-EXAMPLES = env("MXKV_TEST_EXAMPLES", 1000, minimum=1)
+EXAMPLES = env("MXKV_TEST_EXAMPLES", settings().max_examples, minimum=1)
 CALLS = 12
 TARGET = 10_000  # invalid calls per run at the default setting
 

@@ -259,3 +259,19 @@ def test_closing_a_store_frees_its_comm_threads_and_twice_is_harmless():
         assert kv._comm.reducer._pool is not None
     assert kv._comm.reducer._pool is None
     kv.close()
+
+
+@pytest.mark.parametrize("name", ["lcoal", "mystore", "sync", ""])
+def test_an_unknown_store_type_is_refused_naming_the_known_ones(name):
+    # MXNet makes a local store of any name without "dist"/"nccl" (a typo
+    # passes unseen); mxkv refuses it: docs/parity.md, D28
+    with pytest.raises(mx.base.MXNetValueError,
+                       match=rf"unknown kvstore type {name!r}: known types are .*'device'.*"
+                             r"'dist_sync'.*'local'.*'nccl'"):
+        mx.kv.create(name)
+
+
+@pytest.mark.parametrize("name", ["Local", "local_update_cpu", "local_allreduce_cpu",
+                                  "local_allreduce_device", "device"])
+def test_mxnets_local_type_names_still_make_local_stores(name):
+    assert mx.kv.create(name).type == name.lower()

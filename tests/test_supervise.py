@@ -95,3 +95,24 @@ def test_the_child_gets_sigterm_when_the_parent_is_killed(tmp_path):
     parent.wait(timeout=60)
     _wait_for(lambda: not _alive(child), "end of the orphaned child")
     assert "SIGTERM" in log.read_text().split()
+
+
+@pytest.mark.parametrize("rc, status, words", [
+    (0, 0, "exited with code 0"),
+    (3, 3, "exited with code 3"),
+    (-9, 137, "was killed by SIGKILL (exit code 137)"),
+    (-15, 143, "was killed by SIGTERM (exit code 143)"),
+    (137, 137, "exited with code 137 (128 + SIGKILL)"),
+])
+def test_exit_codes_read_as_a_shell_reports_them(rc, status, words):
+    from mxkv.supervise import exit_words, shell_status
+
+    assert shell_status(rc) == status
+    assert exit_words(rc) == words
+
+
+def test_a_child_killed_by_a_signal_gives_128_plus_its_number():
+    from mxkv.supervise import run
+
+    assert run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]) \
+        == 128 + signal.SIGKILL

@@ -84,11 +84,6 @@ class _NullType:
 _Null = _NullType()
 
 
-def _as_list(obj: Any) -> Any:
-    """``obj`` if it is a list or tuple, else ``[obj]``."""
-    return obj if isinstance(obj, (list, tuple)) else [obj]
-
-
 class MXNetError(RuntimeError):
     """Error raised by mxkv, under the name (and base class) MXNet code catches.
 

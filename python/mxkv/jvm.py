@@ -31,7 +31,9 @@ import os
 import threading
 from typing import Any, Dict, Optional, Sequence
 
+from . import classpath as cp
 from .base import MissingDependencyError, MXNetError
+from .supervise import quiet_ray_off_main_thread
 
 __all__ = ["start", "stop", "started", "eval", "load_file", "require", "var", "run_main",
            "publish", "unpublish", "intern", "to_clojure", "to_python", "engine"]
@@ -109,8 +111,6 @@ def start(jvm_args: Optional[Sequence[str]] = None,
                                  "classes: call mxkv.jvm.start() before other code starts one, "
                                  "or start it with `mxkv classpath` on its classpath") from None
         else:
-            from . import classpath as cp
-
             path = cp.startup_classpath(
                 os.pathsep.join([cp.classpath(require_py4j=False), *extra_classpath]))
             args = [*cp.jvm_opts(), "-Dmxkv.transport=jpype", *(jvm_args or [])]
@@ -119,6 +119,7 @@ def start(jvm_args: Optional[Sequence[str]] = None,
                            convertStrings=False)
             _host["archive"] = archive
         _install(jpype)
+        quiet_ray_off_main_thread()   # the engine's calls come on the JVM's threads
         _started = True
         atexit.register(_at_exit)
 

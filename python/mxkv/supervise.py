@@ -15,6 +15,7 @@ Elsewhere only the forwarding applies.
 """
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -24,7 +25,8 @@ from typing import Dict, List, Optional, Sequence
 
 from .base import env
 
-__all__ = ["FORWARDED", "run", "die_with_parent"]
+__all__ = ["FORWARDED", "run", "die_with_parent", "shell_status", "exit_words",
+           "quiet_ray_off_main_thread"]
 
 #: The signals forwarded to the child.
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -59,6 +61,40 @@ def die_with_parent(parent: int, sig: int = signal.SIGTERM) -> None:
     LIBC.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
     if os.getppid() != parent:
         os.kill(os.getpid(), sig)
+
+
+def shell_status(rc: int) -> int:
+    """A child's exit status as a shell reports it: ``subprocess``'s ``-n``
+    (signal n ended it) becomes 128 + n; other codes are kept."""
+    return 128 - rc if rc < 0 else rc
+
+
+def _signal_name(n: int) -> str:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
+
+
+def exit_words(rc: int) -> str:
+    """How a child with ``subprocess`` return code ``rc`` ended, in words:
+    ``"exited with code 3"``, ``"was killed by SIGKILL (exit code 137)"``,
+    or for a code a shell-like parent reported after its own child was killed
+    by a signal, ``"exited with code 137 (128 + SIGKILL)"``."""
+    if rc < 0:
+        return f"was killed by {_signal_name(-rc)} (exit code {shell_status(rc)})"
+    if 128 < rc < 128 + 65:
+        return f"exited with code {rc} (128 + {_signal_name(rc - 128)})"
+    return f"exited with code {rc}"
+
+
+def quiet_ray_off_main_thread() -> None:
+    """Drop Ray's warning "SIGTERM handler is not set because current thread is
+    not the main thread" in this process. An engine joins a Ray job from the
+    thread that serves the JVM's call (Py4J's or the JVM's own), and ends on
+    SIGTERM by a handler of its own: the line would tell the user nothing."""
+    logging.getLogger("ray._private.worker").addFilter(
+        lambda record: "SIGTERM handler is not set" not in record.getMessage())
 
 
 def run(cmd: Sequence[str], env_: Optional[Dict[str, str]] = None) -> int:
@@ -96,7 +132,7 @@ def run(cmd: Sequence[str], env_: Optional[Dict[str, str]] = None) -> int:
     finally:
         for sig, handler in previous:
             signal.signal(sig, handler)
-    return 128 - rc if rc < 0 else rc
+    return shell_status(rc)
 
 
 def _kill_after(proc: subprocess.Popen, grace: float) -> None:

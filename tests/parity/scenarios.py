@@ -942,7 +942,9 @@ def scenario_create_default(mx):
     return {"type": kv.type, "rank": kv.rank, "num_workers": kv.num_workers}
 
 
-@scenario()
+@scenario(deviation="mxkv refuses a type name it does not know (a typo such as 'lcoal'), "
+                    "naming the known types: MXNet makes a local store for any name without "
+                    "'dist'/'nccl', keeping the name")
 def scenario_create_unrecognised_type_string(mx):
     """MXNet makes a local store for any name without 'dist'/'nccl', keeping the name."""
     return attempt(lambda: mx.kv.create("mystore").type)

@@ -36,6 +36,7 @@ def main() -> int:
     environment), register the facade, then serve until stdin closes or
     SIGTERM arrives; returns the exit code."""
     from ..base import MXNetError, env
+    from ..supervise import quiet_ray_off_main_thread
 
     _one_malloc_arena()
 
@@ -59,6 +60,7 @@ def main() -> int:
         pass
     if not env("MXKV_BRIDGE_DEBUG", False):
         logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    quiet_ray_off_main_thread()
 
     from py4j.java_gateway import CallbackServerParameters, GatewayParameters
 

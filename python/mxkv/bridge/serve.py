@@ -39,7 +39,10 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Optional
 
+from .. import Context, nd
 from ..base import MissingDependencyError, MXNetIOError, env
+from .facade import EngineFacade
+from .interop_ops import InteropOps, shared_host_array
 from .private import private_directory, remove_files_of_dead
 
 __all__ = ["Server", "serve", "shared_array", "attach_dir", "listening_gateway",
@@ -159,7 +162,6 @@ class Server:
     # ------------------------------------------------------------ JVM side
     def get(self):
         """A new engine for an attaching JVM (the entry point's one method)."""
-        from .facade import EngineFacade
 
         facade = EngineFacade()
         facade.use_names(self._names)
@@ -171,7 +173,6 @@ class Server:
     def publish(self, name: str, obj: Any) -> None:
         """Make ``obj`` (an NDArray or KVStore) reachable from attached JVMs as
         ``(mxkv.interop/published name)``: the same object, not a copy."""
-        from .interop_ops import InteropOps
 
         if not isinstance(name, str) or not name:
             raise ValueError(f"a published name is a non-empty string, not {name!r}")
@@ -210,7 +211,5 @@ def shared_array(shape, dtype="float32"):
     """A zero-filled NDArray on ``cpu_shared(0)`` whose memory a JVM attached
     over Py4J can share (``mxkv.interop/as-buffer``): it lives in a file in
     the shared-memory directory, removed when the array is gone."""
-    from .. import Context, nd
-    from .interop_ops import shared_host_array
 
     return nd.NDArray(shared_host_array(shape, dtype), ctx=Context("cpu_shared", 0))

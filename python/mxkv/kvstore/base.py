@@ -248,6 +248,15 @@ def _make_dist(name: str) -> Any:
 register_family("dist", _make_dist)
 
 
+#: The type names MXNet 1.9.1 documents; ``create`` reads others containing
+#: these words as MXNet does, and refuses the rest (a typo such as 'lcoal'
+#: would otherwise make a local store without a word: docs/parity.md).
+KNOWN_TYPES = ("local", "device", "local_update_cpu", "local_allreduce_cpu",
+               "local_allreduce_device", "nccl", "dist_sync", "dist_async",
+               "dist_sync_device", "dist_async_device")
+_LOCAL_WORDS = ("local", "device")
+
+
 def create(name: str = "local") -> KVStoreBase:
     """Create a KVStore.
 
@@ -256,7 +265,10 @@ def create(name: str = "local") -> KVStoreBase:
     name : str
         ``'local'`` (reduce on the CPU), ``'device'`` (reduce on the devices
         the values live on), a registered plugin name, or one of the
-        distributed/NCCL types. Matched lower-cased, by substring, as MXNet.
+        distributed/NCCL types. Matched lower-cased, by substring, as MXNet;
+        a name with none of 'local', 'device', 'dist', 'nccl' (and no
+        registered store or family) raises ``MXNetValueError`` naming the
+        known types, where MXNet makes a local store.
 
     Returns
     -------
@@ -277,6 +289,13 @@ def create(name: str = "local") -> KVStoreBase:
     for pattern, maker in _FAMILIES.items():
         if pattern and pattern in tname:
             return maker(tname)
+    if not any(word in tname for word in _LOCAL_WORDS):
+        known = sorted({*KNOWN_TYPES, *KVStoreBase.kv_registry})
+        raise MXNetValueError(
+            f"create: unknown kvstore type {name!r}: known types are "
+            f"{', '.join(repr(k) for k in known)} (any name containing 'local', 'device', "
+            f"'dist' or 'nccl' is read as MXNet reads it; unlike MXNet, mxkv refuses other "
+            f"names rather than make a local store)")
     if "" not in _FAMILIES:  # (mxkv.kvstore imports local.py, which registers it)
         raise MXNetValueError(f"create: no store family takes {name!r} and no local store "
                               "is registered (import mxkv.kvstore)")

@@ -20,6 +20,7 @@ import sys
 from typing import Any
 
 from ..base import MXNetError, env
+from .base import create
 
 __all__ = ["KVStoreServer"]
 
@@ -68,7 +69,6 @@ def _init_kvstore_server_module() -> None:
     """Run the server and exit when this process is a server (``DMLC_ROLE``)."""
     role = env("DMLC_ROLE", "worker").strip().lower()
     if role in ("server", "scheduler"):
-        from .base import create
 
         KVStoreServer(create("dist")).run()
         sys.exit()

@@ -16,6 +16,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..base import MXNetError
+from ..context import xp_for
+from ..ndarray import NDArray
 from ..ndarray.cow import before_write
 
 __all__ = [
@@ -94,7 +96,6 @@ def dense_grad_copy(grad: Any, dtype: Any) -> Any:
 
 def new_like(array: Any, ctx: Any) -> Any:
     """Wrap a freshly made xp array as an NDArray on ``ctx`` (takes ownership)."""
-    from ..ndarray import NDArray
     return NDArray(array, ctx)
 
 
@@ -123,7 +124,6 @@ def copy_as(weight: Any, dtype: Any | None = None) -> Any:
 def device_scope(ctx: Any) -> contextlib.AbstractContextManager:
     """Make ``ctx``'s GPU current (a no-op for CPU contexts)."""
     if ctx is not None and getattr(ctx, "uses_cupy", False):
-        from ..context import xp_for
         return xp_for(ctx).cuda.Device(ctx.cuda_id)
     return contextlib.nullcontext()
 

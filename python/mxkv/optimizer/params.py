@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, Tuple
 import numpy as np
 
 from ..base import MXNetTypeError, MXNetValueError
+from ..lr_scheduler import LRScheduler
 
 __all__ = ["check_optimizer", "check_number", "check_mults"]
 
@@ -96,7 +97,6 @@ SCHEDULER_RULES: Dict[str, Callable[[str, str, Any], None]] = {
 def _scheduler(owner: str, value: Any) -> None:
     if value is None:
         return
-    from ..lr_scheduler import LRScheduler
     if not isinstance(value, LRScheduler) and not callable(value):
         raise MXNetTypeError(f"{owner}: lr_scheduler must be an LRScheduler, got "
                              f"{_describe(value)}")

@@ -13,6 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import ndarray
+from ..base import MXNetError
+from ..context import Context, cpu, xp_for
+from ..ndarray import sparse
 from ._arrays import array_module, device_scope, is_row_sparse, new_like
 
 #: (module, name) under which files written before this module existed name the class
@@ -53,8 +57,6 @@ class _SavedArray:
         A state restored elsewhere than its weight moves to the weight's
         context on the key's next update (``sync_state_context``).
         """
-        from ..base import MXNetError
-        from ..context import Context, cpu, xp_for
         ctx = Context(self.device_type, self.device_id)
         try:
             xp = xp_for(ctx)
@@ -68,10 +70,8 @@ class _SavedArray:
 
 
 def _row_sparse_class() -> type:
-    from .. import ndarray
     klass = getattr(ndarray, "RowSparseNDArray", None)
     if klass is None:
-        from ..ndarray import sparse
         klass = sparse.RowSparseNDArray
     return klass
 

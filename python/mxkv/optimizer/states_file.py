@@ -33,8 +33,12 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
+from .. import lr_scheduler
+from .. import ndarray as nd
 from ..base import MXNetError, MXNetIOError, MXNetValueError
 from ..fileio import check_trailer, with_trailer
+from ..ndarray import NDArray
+from ..ndarray.sparse import RowSparseNDArray
 from .optimizer import Optimizer
 from .saved_array import LEGACY_NAME, _SavedArray, _thaw
 
@@ -66,7 +70,6 @@ def _pickled_array_class() -> type:
     state; restoring turns the object into the NDArray the bytes hold."""
     if _PICKLED:
         return _PICKLED[0]
-    from ..ndarray import NDArray
 
     class _PickledArray(NDArray):
         def __setstate__(self, state: Any) -> None:
@@ -98,9 +101,6 @@ def _numpy_globals() -> Dict[Tuple[str, str], Any]:
 
 def _allowed() -> Dict[Tuple[str, str], Any]:
     """(module, name) -> object, for everything a states file may name."""
-    from .. import lr_scheduler
-    from ..ndarray import NDArray
-    from ..ndarray.sparse import RowSparseNDArray
     table: Dict[Tuple[str, str], Any] = dict(_numpy_globals())
     table[("builtins", "bytearray")] = bytearray
     table[LEGACY_NAME] = _SavedArray  # where files written before 0.3 name it
@@ -193,7 +193,6 @@ def _check_key(key: Any, where: str) -> Any:
 
 def _check_saved(rec: Any, key: Any, where: str) -> None:
     """A ``_SavedArray``'s fields: a numeric host array of its shape, a known context."""
-    from .. import ndarray as nd
     try:
         array, shape, indices = rec.array, rec.shape, rec.indices
         dev_type, dev_id = rec.device_type, rec.device_id
@@ -220,7 +219,6 @@ def _check_saved(rec: Any, key: Any, where: str) -> None:
 
 
 def _check_state(state: Any, key: Any, where: str, depth: int = 0) -> None:
-    from ..ndarray import NDArray
     if depth > 8:
         raise MXNetIOError(f"{where}: key {key!r}: the state is nested too deeply")
     if state is None or isinstance(state, NDArray):

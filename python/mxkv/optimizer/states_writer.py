@@ -19,6 +19,10 @@ import io
 import pickle
 from typing import Any
 
+from .. import lr_scheduler
+from ..ndarray import NDArray
+from .optimizer import Optimizer
+
 __all__ = ["dumps"]
 
 PROTOCOL = 4  # pickle.DEFAULT_PROTOCOL of MXNet's Python 3.8+
@@ -73,8 +77,6 @@ class _MXNetPickler(pickle._Pickler):  # the pure-Python pickler: it lets us wri
         if type(obj) is _Global:
             self._save_global_name(obj)
             return
-        from .. import lr_scheduler
-        from .optimizer import Optimizer
         if isinstance(obj, Optimizer):
             name = type(obj).__name__
             self._save_object(obj, _Global(_MODULES.get(name, "mxnet.optimizer.optimizer"),
@@ -111,7 +113,6 @@ class _MXNetPickler(pickle._Pickler):  # the pure-Python pickler: it lets us wri
         self.write(pickle.BUILD)
 
     def reducer_override(self, obj: Any) -> Any:
-        from ..ndarray import NDArray
         if isinstance(obj, NDArray):  # NDArray.__reduce__ in MXNet: NDArray(None) + handle
             return (_Global("mxnet.ndarray.ndarray", "NDArray"), (None,), obj.__getstate__())
         return NotImplemented

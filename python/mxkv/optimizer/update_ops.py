@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..base import MXNetError, MXNetTypeError, _Null
+from ..ndarray import NDArray
 from ._arrays import array_module, dense_view, is_row_sparse, run_kernel
 from ._mxmath import sum_sq
 from .adam import adam_kernel
@@ -44,7 +45,6 @@ def _required(op: str, **values: Any) -> None:
 
 
 def _nd(op: str, **arrays: Any) -> None:
-    from ..ndarray import NDArray
     for name, a in arrays.items():
         if not isinstance(a, NDArray):
             raise MXNetTypeError(f"{op}: {name} must be an NDArray, got {type(a).__name__}")
@@ -297,7 +297,6 @@ def mp_lamb_update_phase2(weight=None, g=None, r1=None, r2=None, weight32=None, 
 
 
 def _result(arr: Any, ctx: Any, out: Any) -> Any:
-    from ..ndarray import NDArray
     if out is None:
         return NDArray(arr, ctx)
     if isinstance(out, (list, tuple)) and len(out) == 1:
@@ -308,7 +307,6 @@ def _result(arr: Any, ctx: Any, out: Any) -> Any:
 
 def multi_sum_sq(*arrays, num_arrays=None, out=None, **kwargs):
     """The sum of squares of each array, as float32 (MXNet's sequential CPU sums)."""
-    from ..ndarray import NDArray
     if num_arrays is None or int(num_arrays) != len(arrays):
         raise MXNetError(f"multi_sum_sq: num_arrays={num_arrays} but {len(arrays)} arrays")
     sums = np.array([sum_sq(np.asarray(a.asnumpy())) for a in arrays], dtype=np.float32)

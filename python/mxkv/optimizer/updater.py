@@ -19,14 +19,17 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from ..context import xp_for
+from ..ndarray import NDArray  # RowSparseNDArray is one too
 from ._arrays import array_module, dense_view, device_scope, new_like
 from .optimizer import Optimizer
+from .states_file import LoadedStates, read_states
+from .states_writer import dumps
 
 __all__ = ["Updater", "get_updater"]
 
 
 def _is_ndarray(obj: Any) -> bool:
-    from ..ndarray import NDArray  # RowSparseNDArray is one too
     return isinstance(obj, NDArray)
 
 
@@ -36,7 +39,6 @@ def _as_in_context(nd: Any, ctx: Any) -> Any:
         return nd
     if hasattr(nd, "as_in_context"):
         return nd.as_in_context(ctx)
-    from ..context import xp_for
     xp = xp_for(ctx)
     with device_scope(ctx):
         src = dense_view(nd, write=False)
@@ -128,7 +130,6 @@ class Updater:
         where = self._unchecked.get(index)
         if where is None:
             return
-        from .states_file import LoadedStates
         LoadedStates({index: self.states[index]}, None, where).check_shapes(
             {index: tuple(shape)}, "update", self.optimizer)
         with self._lock:
@@ -159,7 +160,6 @@ class Updater:
         MXNetValueError
             A state's shape does not fit its key's weight.
         """
-        from .states_file import read_states
         self.install(read_states(states, where), shapes)
 
     def install(self, loaded: Any, shapes: Optional[Mapping[Any, tuple]] = None) -> None:
@@ -185,7 +185,6 @@ class Updater:
             Also save the optimizer: its learning rate, scheduler, update
             counts and multipliers.
         """
-        from .states_writer import dumps
         with self._lock:
             states = dict(self.states)
             return dumps((states, self.optimizer) if dump_optimizer else states)

@@ -58,6 +58,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
+from ...supervise import exit_words
 from .local_cluster import LocalCluster
 from .node_keeper import replica_dir
 from .processes import LocalProcess, RayProcess, become_subreaper, kill_descendants
@@ -346,8 +347,8 @@ def _wait_servers(job: Any, sup: Supervisor) -> None:
             time.sleep(0.1)
         rc = p.poll()
         if rc != 0:
-            print(f"mxkv launch: server {i} exited with code "
-                  f"{'(still running)' if rc is None else rc}", file=sys.stderr)
+            print(f"mxkv launch: server {i} "
+                  f"{'is still running' if rc is None else exit_words(rc)}", file=sys.stderr)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

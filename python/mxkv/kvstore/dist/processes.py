@@ -171,7 +171,7 @@ class RayProcess:
             try:
                 lines, self.code = self.ray.get(ref)
             except self.ray.exceptions.RayActorError as exc:
-                lines, self.code = [f"(its actor died: {exc})".encode()], -1
+                lines, self.code = [f"(its actor died: {exc})".encode()], 1   # no signal
             for line in lines:
                 _emit(self.prefix, line)
         return self.code

@@ -42,7 +42,7 @@ from ...optimizer.states_file import restricted_loads
 from ..compression import GradientCompression
 from ..local import KVStore
 from .checkpoint import CheckpointLog, checkpoint_path
-from .checkpoint_dir import IDENTITY, adopt, read_identity
+from .checkpoint_dir import IDENTITY, adopt, claim, holds_logs, read_identity
 from .config import DistConfig
 from .durability import Durability
 from .job import NAMESPACE, coordinator_name, host_label, import_ray
@@ -186,6 +186,11 @@ class ServerShard:
         except MXNetIOError as exc:   # (named as the file at fault)
             self._fail(os.path.join(directory, IDENTITY), exc)
             return False
+        if ident is None and not holds_logs(directory):
+            # a host of its own and no identity given (create_job gives the
+            # run's, adopted above, so that a log fetched from its copy on
+            # another host is this run's): this shard claims its copy here
+            ident = claim(directory, self.job)
         if ident is None or ident["job"] != self.job:
             whose = "no job" if ident is None else f"job {ident['job']!r}"
             raise MXNetError(f"checkpoint directory {directory!r} belongs to {whose}, not to "

@@ -22,6 +22,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from ...supervise import exit_words, shell_status
 from .processes import kill_descendants
 
 __all__ = ["GRACE", "Interrupted", "Supervisor"]
@@ -129,13 +130,13 @@ class Supervisor:
                 elif (rc != 0 and rank not in failed and term_at is None
                       and self.signum is None):
                     failed.add(rank)
-                    code = code or rc
+                    code = code or shell_status(rc)
                     where = getattr(p, "host", None)
-                    _say(f"worker {rank} exited with code {rc}"
+                    _say(f"worker {rank} {exit_words(rc)}"
                          + (f" (on {where})" if where else ""))
                     try:
                         job.coordinator.declare_dead.remote(
-                            rank, f"its process exited with code {rc}")
+                            rank, f"its process {exit_words(rc)}")
                     except Exception:  # noqa: BLE001 - the job is ending anyway
                         pass
                     stop_at = stop_at or now

@@ -29,14 +29,47 @@
      "poly" (into #{:type :max_update :pwr :final_lr} warmup)
      "cosine" (into #{:type :max_update :final_lr} warmup)}))
 
+(def ^:private value-checks
+  "What each schedule key's value must be: [test, words]."
+  (let [whole (fn [lo] [#(and (integer? %) (>= % lo)) (str "an integer >= " lo)])
+        num [number? "a number"]]
+    {:step (whole 1) :max_update (whole 1) :warmup_steps (whole 0)
+     :factor [#(and (number? %) (< 0 % 1.0000001)) "a number in (0, 1]"]
+     :stop_factor_lr num :base_lr num :warmup_begin_lr num :pwr num :final_lr num
+     :warmup_mode [#{"linear" "constant"} "\"linear\" or \"constant\""]}))
+
+(defn- check-value!
+  "Refuses value `v` of schedule key `k` (kind `kind`) unless it is what
+   `value-checks` says (a multifactor's :step: a non-empty increasing vector of them)."
+  [kind k v]
+  (let [[ok? words] (value-checks k)
+        [ok? words] (if (and (= kind "multifactor") (= k :step))
+                      [#(and (sequential? %) (seq %) (every? ok? %) (apply < %))
+                       "a non-empty increasing vector of integers >= 1"]
+                      [ok? words])]
+    (when (and ok? (not (ok? v)))
+      (util/invalid! (str "Invalid lr-scheduler: " k " of a " kind " schedule must be " words
+                          ", got " (pr-str v))
+                     {:key k :value v :accepted words}))))
+
 (defn check!
   "Refuses schedule map `spec` (an optimizer's :lr-scheduler, as
-   `factor-scheduler` makes) with a key its kind does not take: ex-info
-   {:type :invalid-argument} naming the key and the accepted ones. A kind
-   the engine does not know is left for the engine to refuse. Returns
+   `factor-scheduler` makes) when its :type is not a known kind, when it has a
+   key its kind does not take, or when a value is out of range: ex-info
+   {:type :invalid-argument} naming the key and the accepted values, when
+   the optimizer is made rather than when it is set on a store. Returns
    `spec`."
   [spec]
-  (when-let [accepted (and (map? spec)
-                           (scheduler-keys (some-> (or (:type spec) (get spec "type") "factor") name)))]
-    (util/check-options! spec accepted "Invalid lr-scheduler"))
+  (when (map? spec)
+    (let [kind (some-> (or (:type spec) (get spec "type") "factor") name)
+          accepted (scheduler-keys kind)]
+      (when-not accepted
+        (util/invalid! (str "Invalid lr-scheduler: unknown :type " (pr-str (or (:type spec) (get spec "type")))
+                            "; accepted: " (pr-str (vec (sort (keys scheduler-keys)))))
+                       {:key :type :value kind :accepted (vec (sort (keys scheduler-keys)))}))
+      (util/check-options! spec accepted "Invalid lr-scheduler")
+      (doseq [[k v] spec
+              :let [k (keyword k)]
+              :when (not= k :type)]
+        (check-value! kind k v))))
   spec)

@@ -50,7 +50,10 @@
                          (vec (clojure.core/mapcat #(let [v (get m %)] (if (sequential? v) v (when v [v])))
                                       inputs))
                          []
-                         (into {} (filter (comp some? val)) (select-keys m params))
+                         ;; nil means None for a required parameter (slice-axis's
+                         ;; :end), and "not given" for an optional one
+                         (into {} (filter (fn [[k v]] (or (some? v) (some #{k} required))))
+                               (select-keys m params))
                          (:out m)))
 
 (defmacro ^:private defop

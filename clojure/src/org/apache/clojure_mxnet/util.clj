@@ -62,15 +62,76 @@
     (contains? data ::s/problems) (update ::s/problems
                                           (fn [ps] (mapv #(update % :pred readable-pred) ps)))))
 
+(def ^:private pred-words
+  "How `describe` reads the predicates the API's specs use."
+  {'string? "a string" 'int? "an int" 'integer? "an integer" 'nat-int? "an int >= 0"
+   'pos-int? "an int >= 1" 'number? "a number" 'boolean? "a boolean" 'keyword? "a keyword"
+   'map? "a map" 'vector? "a vector" 'sequential? "a sequential collection"
+   'any? "anything" 'pos? "positive" 'not-empty "not empty" 'ndarray? "an NDArray"})
+
+(defn describe
+  "What spec `spec` (a keyword, a predicate or a form) accepts, in words:
+   (describe ::vs) => \"an NDArray or a vector of NDArray\". Forms it cannot
+   read are printed as they are."
+  [spec]
+  (let [form (cond (keyword? spec) (s/form spec)
+                   (s/spec? spec) (s/form spec)
+                   (fn? spec) (fn-name spec)
+                   :else spec)
+        sym-name (fn [x] (when (symbol? x) (symbol (name x))))]
+    (cond
+      (and (keyword? form) (not= form spec)) (describe form)
+      (symbol? form) (get pred-words (sym-name form) (str "a value satisfying " form))
+      (seq? form)
+      (let [[op & args] form
+            op (sym-name op)]
+        (case op
+          or (string/join " or " (map describe (take-nth 2 (rest args))))
+          and (string/join ", " (map describe args))
+          coll-of (let [{:keys [kind min-count]} (apply hash-map (rest args))
+                        k (some-> kind sym-name pred-words (string/replace #"^an? " ""))]
+                    (str (if (and min-count (pos? min-count)) "a non-empty " "a ")
+                         (or k "collection") " of " (string/replace (describe (first args))
+                                                                     #"^an? " "")))
+          map-of (str "a map of " (describe (first args)) " to " (describe (second args)))
+          keys (str "a map with optional keys "
+                    (string/join ", " (map #(str ":" (name %)) (mapcat second (partition 2 args)))))
+          fn (let [body (last args)]
+               (if (and (seq? body) (= 'instance? (sym-name (first body))))
+                 (let [c (second body)]
+                   (str "a " (if (class? c) (.getSimpleName ^Class c) (name c))))
+                 (str "such that " (string/replace (pr-str body) "clojure.core/" ""))))
+          (pr-str form)))
+      :else (pr-str form))))
+
+(defn- shown
+  "`v` printed for a message, cut to 80 characters."
+  [v]
+  (let [t (binding [*print-length* 8 *print-level* 3] (pr-str v))]
+    (if (> (count t) 80) (str (subs t 0 77) "...") t)))
+
 (defn validate!
-  "Throws ex-info with `error-msg` (for example \"Invalid keys\") and the
-   spec's explain-data (::s/problems, ::s/spec, ::s/value, printing
-   readably), plus `:type :invalid-argument`, unless `value` conforms to
-   `spec`. Prints nothing (clojure-mxnet printed the explanation: it is in
-   the ex-data, and `(s/explain-out (ex-data e))` prints it)."
+  "Throws ex-info unless `value` conforms to `spec`. The message is
+   `error-msg` (clojure-mxnet's, for example \"Invalid keys\") followed by the
+   argument (the spec's name, when `spec` is a keyword), what it accepts (see
+   `describe`) and the value given: \"Invalid values: vs must be an NDArray or
+   a vector of NDArray, got 1.0\". The ex-data holds the spec's explain-data
+   (::s/problems, ::s/spec, ::s/value, printing readably) plus `:type
+   :invalid-argument`, `:argument` and `:accepted`. Prints nothing
+   (clojure-mxnet printed the explanation: `(s/explain-out (ex-data e))`
+   prints it)."
   [spec value error-msg]
   (when-not (s/valid? spec value)
-    (invalid! error-msg (readable-explain (s/explain-data spec value)))))
+    (let [explained (s/explain-data spec value)
+          {:keys [in via pred]} (first (::s/problems explained))
+          ;; An option map: name the option at fault, not the map.
+          [arg accepted got] (if (and (map? value) (seq in))
+                               [(pr-str (first in)) (describe (or (last via) pred))
+                                (get value (first in))]
+                               [(when (keyword? spec) (name spec)) (describe spec) value])]
+      (invalid! (str error-msg ": " (or arg "the argument") " must be " accepted
+                     ", got " (shown got))
+                (assoc (readable-explain explained) :argument arg :accepted accepted)))))
 
 (defn check-options!
   "Refuses option map `opts` (for example an optimizer's) when it has a key

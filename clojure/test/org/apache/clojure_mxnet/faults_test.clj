@@ -11,6 +11,7 @@
   (:require [clojure.java.io :as io]
             [clojure.test :refer :all]
             [org.apache.clojure-mxnet.bridge :as bridge]
+            [org.apache.clojure-mxnet.bridge.errors :as errors]
             [org.apache.clojure-mxnet.kvstore :as kvstore]
             [org.apache.clojure-mxnet.ndarray :as ndarray]
             [org.apache.clojure-mxnet.optimizer :as optimizer]
@@ -84,6 +85,9 @@
                   (is (false? (:may-have-run (ex-data e))) "it had not started")
                   (is (re-find #"did not answer kv.push within 500 ms" (ex-message e)))
                   (is (re-find #"safe to retry" (ex-message e)))
+                  (is (nil? (ex-cause e)) "the socket's timeout is no printed cause")
+                  (is (errors/caused-by? (:transport-exception (ex-data e))
+                                         java.net.SocketTimeoutException))
                   (is (< ms 1500) (str "the error came after " ms " ms")))
                 (finally (signal! "CONT" pid)))
               (is (= 1.0 (value kv)) "resumed, the engine did not apply the dropped push")))
@@ -182,3 +186,25 @@
               (str (vec (shm-files conn)))))
         (finally
           (bridge/use-connection! old))))))
+
+(deftest a-killed-engine-reads-as-mxkv-and-its-files-go-without-a-close
+  ;; The REPL and clojure.main print an exception's root cause: the
+  ;; transport's exception is in ex-data, not the cause. Nothing here closes
+  ;; the connection before the files are checked: the JVM removes a killed
+  ;; engine's files when it sees the process end.
+  (when (= :py4j (bridge/transport))
+    (let [conn (start 5000)
+          files (shm-files conn)]
+      (try
+        (is (= 2 (count files)))
+        (is (every? #(.exists (io/file ^String %)) files))
+        (kill! conn)
+        (is (wait-until 2000 #(not-any? (fn [^String p] (.exists (io/file p))) files))
+            (str "the killed engine's files are still there: " (vec files)))
+        (let [e (try (bridge/call conn "noop") nil (catch ExceptionInfo e e))]
+          (is (= :engine-dead (:type (ex-data e))))
+          (is (nil? (ex-cause e)) "no transport exception as the printed cause")
+          (is (instance? Throwable (:transport-exception (ex-data e))))
+          (is (re-find #"was killed by SIGKILL \(exit code 137\)" (str (ex-message e))))
+          (is (re-find #"a new store needs a new engine" (str (ex-message e)))))
+        (finally (bridge/close! conn))))))

@@ -221,7 +221,7 @@
 (deftest ->nd-vec-takes-only-an-array
   (let [e (is (thrown? ExceptionInfo (quietly #(nd/->nd-vec [[1 2] [3 4]]))))]
     (is (= :invalid-argument (:type (ex-data e))))
-    (is (= "Invalid input array" (ex-message e)))))
+    (is (= "Invalid input array: ndarray must be an NDArray, got [[1 2] [3 4]]" (ex-message e)))))
 
 (deftest each-dtype-reads-back-as-floats-ints-and-doubles
   (doseq [dt [dtype/UINT8 dtype/INT32 dtype/FLOAT64]]

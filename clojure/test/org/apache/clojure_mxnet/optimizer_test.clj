@@ -133,3 +133,19 @@
     (let [e (is (thrown? clojure.lang.ExceptionInfo (lr-scheduler/factor-scheduler step factor))
                 (pr-str [step factor]))]
       (is (= :invalid-argument (:type (ex-data e)))))))
+
+(deftest schedule-maps-are-checked-when-the-optimizer-is-made
+  ;; not later, in the engine's words, when set-optimizer hands them over
+  (doseq [[sched msg] [[{:type "fcator" :step 2} #"unknown :type \"fcator\"; accepted: \[\"cosine\" \"factor\""]
+                       [{:type "factor" :step 0} #":step of a factor schedule must be an integer >= 1, got 0"]
+                       [{:type "factor" :step 2 :factor 2} #":factor of a factor schedule must be a number in \(0, 1\], got 2"]
+                       [{:type "multifactor" :step [5 2]} #":step of a multifactor schedule must be a non-empty increasing vector"]
+                       [{:type "poly" :max_update 10 :warmup_mode "cubic"} #":warmup_mode of a poly schedule must be \"linear\" or \"constant\""]
+                       [{:type "cosine" :max_update "x"} #":max_update of a cosine schedule must be an integer >= 1"]]]
+    (let [e (is (thrown? clojure.lang.ExceptionInfo (optimizer/sgd {:lr-scheduler sched}))
+                (pr-str sched))]
+      (is (= :invalid-argument (:type (ex-data e))))
+      (is (re-find msg (str (ex-message e))) (ex-message e))))
+  (is (= "sgd" (:name (optimizer/sgd {:lr-scheduler {:type "multifactor" :step [2 5] :factor 0.5}}))))
+  (is (= "sgd" (:name (optimizer/sgd {:lr-scheduler {:type "poly" :max_update 10 :pwr 2
+                                                     :warmup_steps 2 :warmup_mode "linear"}})))))

@@ -3,8 +3,9 @@
    documented ex-info (:invalid-argument when the API refuses an argument,
    :mxnet-error when the engine does; the counts by :type are printed) with
    ex-data that prints readably, printing nothing, with a message naming the fault (the
-   key, shape, dtype, parameter or path; a spec failure keeps clojure-mxnet's
-   \"Invalid keys\" and names the value in its ex-data), and leave every
+   key, shape, dtype, parameter or path; a spec failure starts with
+   clojure-mxnet's \"Invalid keys\", then names the argument, what it
+   accepts and the value given), and leave every
    stored value exactly as it was.
 
    The calls come from a seeded generator (no test.check offline): wrong key
@@ -90,16 +91,16 @@
                                 ["init" #(kvstore/init kv bad (good))]
                                 ["pushpull" #(kvstore/pushpull kv bad (good) (good))]])]
           {:what (str what " with key " (pr-str bad)) :f f :type :invalid-argument
-           :msg #"^Invalid keys$" :data #(= (pr-str bad) (pr-str (::s/value %)))})
+           :msg #"^Invalid keys: ks must be a string or an int or a vector of string or a vector of int, got " :data #(= (pr-str bad) (pr-str (::s/value %)))})
       1 (let [bad (pick r bad-values)
-              [what f msg] (pick r [["push" #(kvstore/push kv k bad) #"^Invalid values$"]
-                                    ["init" #(kvstore/init kv (fresh-key r) bad) #"^Invalid values$"]
-                                    ["pull" #(kvstore/pull kv k bad) #"^Invalid outs$"]])]
+              [what f msg] (pick r [["push" #(kvstore/push kv k bad) #"^Invalid values: vs must be an NDArray or a vector of NDArray, got "]
+                                    ["init" #(kvstore/init kv (fresh-key r) bad) #"^Invalid values: vs must be an NDArray or a vector of NDArray, got "]
+                                    ["pull" #(kvstore/pull kv k bad) #"^Invalid outs: outs must be an NDArray or a vector of NDArray, got "]])]
           {:what (str what " with value " (pr-str bad)) :f f :type :invalid-argument :msg msg
            :data #(= (pr-str bad) (pr-str (::s/value %)))})
       2 (let [bad (pick r bad-priorities)]
           {:what (str "push with priority " (pr-str bad)) :f #(kvstore/push kv k (good) bad)
-           :type :invalid-argument :msg #"^Invalid priority$"})
+           :type :invalid-argument :msg #"^Invalid priority: priority must be an int, got "})
       3 (let [bad (pick r [nil "kv" 1 {} [kv]])
               [what f] (pick r [["push" #(kvstore/push bad k (good))]
                                 ["pull" #(kvstore/pull bad k (good))]
@@ -166,7 +167,7 @@
       12 (let [bad (pick r [nil [-1] [2 -3] [##NaN] [##Inf 2] [1.5] ["2"] [[2]] "23" :s 5])
                f (pick r [ndarray/zeros ndarray/ones ndarray/empty])]
            {:what (str "an array of shape " (pr-str bad)) :f #(f bad) :type :invalid-argument
-            :msg #"^Invalid shape$" :data #(= (pr-str bad) (pr-str (::s/value %)))})
+            :msg #"^Invalid shape: shape-vec must be a sequential collection of int >= 0, got " :data #(= (pr-str bad) (pr-str (::s/value %)))})
       13 (let [dims (vec (repeatedly (int-in r 3 5) #(int-in r 1000000 100000000)))]
            {:what (str "a huge array of shape " dims) :f #(ndarray/zeros dims) :type :mxnet-error
             :msg (q (str "cannot make an array of shape " (py-shape dims)))})
@@ -179,7 +180,7 @@
                      :msg (q (str "gpu(" i ")"))}
                     {:what "an array on a context that is not one"
                      :f #(ndarray/zeros [2] {:ctx (pick r ["cpu" :gpu 0 {}])}) :type :invalid-argument
-                     :msg #"^Invalid context$"}]))
+                     :msg #"^Invalid context: ctx must be a Context, got "}]))
       16 (let [[oname params] (pick r [["sgd" ["learning_rate" "momentum" "wd" "rescale_grad"]]
                                        ["adam" ["beta1" "beta2" "epsilon" "learning_rate"]]
                                        ["rmsprop" ["gamma1" "gamma2" "epsilon"]]])
@@ -198,7 +199,7 @@
                      :type :invalid-argument :msg #"^Invalid optimizer: expected an Optimizer made by "}
                     {:what "an sgd optimizer with a bad learning rate"
                      :f #(optimizer/sgd {:learning-rate (pick r ["x" nil :lr [0.1]])})
-                     :type :invalid-argument :msg #"^Incorrect sgd optimizer options$"}]))
+                     :type :invalid-argument :msg #"^Incorrect sgd optimizer options: :learning-rate must be a number, got "}]))
       18 (pick r [{:what "compression of an unknown type"
                    :f #(kvstore/set-gradient-compression kvd {:type (pick r ["3bit" "" "0bit" "2bits"])})
                    :type :mxnet-error :msg #"Unknown type for gradient compression"}
@@ -211,7 +212,7 @@
                    :type :mxnet-error :msg #"for threshold expect float"}
                   {:what "compression parameters that are not a map"
                    :f #(kvstore/set-gradient-compression kvd (pick r [nil "2bit" [:type "2bit"] 2]))
-                   :type :invalid-argument :msg #"^Invalid compression parameters$"}])
+                   :type :invalid-argument :msg #"^Invalid compression parameters: compression-params must be a map of a keyword or a string to anything, got "}])
       19 (let [path (str "/nonexistent-" (int-in r 0 1000000) "/x.states")]
            (pick r [{:what (str "save optimizer states to " path)
                      :f #(kvstore/save-optimizer-states kv path) :type :mxnet-error :msg (q path)}
@@ -224,7 +225,7 @@
                      :msg (q (str (.getParent (File. path))))}
                     {:what "optimizer states file that is not a string"
                      :f #(kvstore/load-optimizer-states kv (pick r [nil 1 :f (File. "x")]))
-                     :type :invalid-argument :msg #"^Invalid filename$"}]))
+                     :type :invalid-argument :msg #"^Invalid filename: fname must be a string, got "}]))
       20 (let [f (File. ^File dir (str "states-" (int-in r 0 1000000)))
                kind (int-in r 0 3)
                ;; pickles (protocol 2) of things that are not states: 42, {"a" "b"}, [1 2]
@@ -259,7 +260,7 @@
             :f #(try (ndarray/load (.getPath f)) (finally (.delete f)))
             :type :mxnet-error :msg (q (str "'" (.getPath f) "'"))})
       22 (let [bad (pick r [nil "x" 1.0 [1.0] :a])
-               [fname f msg] (pick r [["->vec" ndarray/->vec #"^Invalid input array$"]
+               [fname f msg] (pick r [["->vec" ndarray/->vec #"^Invalid input array: ndarray must be an NDArray, got "]
                                       ["shape-vec" ndarray/shape-vec #"must be an NDArray, got"]
                                       ["dispose" ndarray/dispose #"must be an NDArray, got"]
                                       ["copy" ndarray/copy #"must be an NDArray, got"]])]
@@ -355,6 +356,12 @@
       (not= type (:type d)) (str "its :type was " (:type d) ", not " type ": " (ex-message e))
       (not (re-find msg (str (ex-message e)))) (str "its message " (pr-str (ex-message e))
                                                     " does not match " msg)
+      ;; every refused argument is named with what is accepted, not only
+      ;; clojure-mxnet's bare "Invalid values"
+      (and (= :invalid-argument type)
+           (not (re-find #"(must|accepted|expected|unknown|for an array|hold numbers|give one|takes one)"
+                         (str (ex-message e)))))
+      (str "its message " (pr-str (ex-message e)) " does not say what is accepted")
       (and data (not (data d))) (str "its ex-data does not name the value: " (pr-str (dissoc d :traceback)))
       ;; a function object prints as #object[clojure.core$string_QMARK_ ...]
       (re-find #"#object\[[^ \]]*\$" (pr-str d)) (str "its ex-data does not print readably: "

@@ -40,5 +40,5 @@
   (is (= "foo_bar" (util/keyword->snake-case :foo-bar)))
   (let [e (is (thrown? clojure.lang.ExceptionInfo
                        (binding [*out* (java.io.StringWriter.)] (util/validate! string? 1 "Invalid thing"))))]
-    (is (= "Invalid thing" (ex-message e)))
+    (is (= "Invalid thing: the argument must be a string, got 1" (ex-message e)))
     (is (contains? (ex-data e) :clojure.spec.alpha/problems))))

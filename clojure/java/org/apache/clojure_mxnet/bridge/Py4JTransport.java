@@ -3,7 +3,11 @@ package org.apache.clojure_mxnet.bridge;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.security.SecureRandom;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -63,6 +67,7 @@ public final class Py4JTransport implements AutoCloseable {
     private final int callTimeoutMs;
     private final Thread hook;
     private volatile boolean closed;
+    private final List<Path> owned = new ArrayList<>();
 
     private Py4JTransport(GatewayServer server, Process process, Engine engine, int callTimeoutMs) {
         this.server = server;
@@ -209,6 +214,38 @@ public final class Py4JTransport implements AutoCloseable {
         return callTimeoutMs;
     }
 
+    /**
+     * Removes the engine's shared-memory files {@code paths} (its arena and
+     * region space) as soon as its process is gone, however it went: an
+     * engine killed by SIGKILL cannot remove them itself. Only files named
+     * {@code mxkv-<engine pid>-...} are touched. Also done by {@link #close}.
+     */
+    public void removeWhenGone(List<String> paths) {
+        String prefix = "mxkv-" + process.pid() + "-";
+        synchronized (owned) {
+            for (String s : paths) {
+                Path f = Paths.get(s);
+                if (f.getFileName() != null && f.getFileName().toString().startsWith(prefix)) {
+                    owned.add(f);
+                }
+            }
+        }
+        process.onExit().thenRun(this::removeOwned);
+    }
+
+    private void removeOwned() {
+        synchronized (owned) {
+            for (Path f : owned) {
+                try {
+                    Files.deleteIfExists(f);
+                } catch (IOException e) {
+                    // not ours to report: the engine's own clean-up may race with this
+                }
+            }
+            owned.clear();
+        }
+    }
+
     /** The engine's exit code, or null while it runs. */
     public Integer exitCode() {
         return process.isAlive() ? null : process.exitValue();
@@ -242,6 +279,9 @@ public final class Py4JTransport implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         server.shutdown();
+        if (!process.isAlive()) {
+            removeOwned(); // at once: at JVM exit the onExit action may not get to run
+        }
         try {
             Runtime.getRuntime().removeShutdownHook(hook);
         } catch (IllegalStateException e) {

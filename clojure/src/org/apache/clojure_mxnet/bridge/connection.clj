@@ -65,16 +65,19 @@
                             (catch IllegalStateException e
                               (throw (ex-info (.getMessage e) {:type :engine-start-failed
                                                                :command cmd} e))))]
-     (connect (.engine t)
-              {:kind :py4j
-               :alive? #(.isAlive t)
-               :exited-within? #(.waitFor (.process t) (long %) TimeUnit/MILLISECONDS)
-               :exit-code #(.exitCode t)
-               :close #(.close t)
-               :pid (.pid t)
-               :timeout-ms call-timeout-ms
-               :board? true
-               :transport t}))))
+     (let [conn (connect (.engine t)
+                    {:kind :py4j
+                     :alive? #(.isAlive t)
+                     :exited-within? #(.waitFor (.process t) (long %) TimeUnit/MILLISECONDS)
+                     :exit-code #(.exitCode t)
+                     :close #(.close t)
+                     :pid (.pid t)
+                     :timeout-ms call-timeout-ms
+                     :board? true
+                     :transport t})]
+       (.removeWhenGone t (filterv string? [(get-in conn [:info :arena])
+                                            (get-in conn [:info :regions])]))
+       conn))))
 
 (defn start-jpype
   "Starts an engine in this process over JPype and returns its connection.
@@ -124,7 +127,8 @@
                 (catch Exception e
                   (throw (ex-info (str "cannot attach to the mxkv engine server at " address ":"
                                        port " (pid " pid "): " (.getMessage e))
-                                  {:type :engine-unreachable :file (str f) :pid pid} e))))
+                                  {:type :engine-unreachable :file (str f) :pid pid
+                                   :transport-exception e}))))
            alive? #(and (not (.isClosed t)) (not (config/process-gone? pid)))]
        (connect (.engine t) {:kind :attached
                              :alive? alive?

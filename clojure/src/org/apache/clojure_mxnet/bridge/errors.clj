@@ -54,8 +54,17 @@
             Arena/NOT_STARTED :not-started
             :unknown)))))
 
+(defn- with-transport-exception
+  "ex-data `data` plus the transport's exception `e` under
+   :transport-exception. It is kept there, not as the ex-info's cause:
+   Clojure's REPL and script runner print the root cause, and the message
+   that says what happened is mxkv's, not the socket's."
+  [data ^Throwable e]
+  (cond-> data e (assoc :transport-exception e)))
+
 (defn timeout-error
-  "The ex-info for call `op` that got no answer by its deadline."
+  "The ex-info for call `op` that got no answer by its deadline (the
+   transport's exception `cause` in ex-data :transport-exception)."
   [conn op deadline ticket cause]
   (let [started (call-started conn deadline ticket)]
     (ex-info (str "the mxkv engine (pid " (:pid conn) ") did not answer " op " within "
@@ -63,10 +72,26 @@
                   (case started
                     :not-started "the call had not started and will not run (it is safe to retry)"
                     :started "the call had started and may still complete (retrying may apply it twice)"
-                    :unknown "the call may still run"))
-             {:type :engine-timeout :op op :pid (:pid conn) :timeout-ms (:timeout-ms conn)
-              :may-have-run (not= started :not-started)}
-             cause)))
+                    :unknown "the call may have run or may still run (retrying may apply it twice)"))
+             (with-transport-exception
+               {:type :engine-timeout :op op :pid (:pid conn) :timeout-ms (:timeout-ms conn)
+                :may-have-run (not= started :not-started)}
+               cause))))
+
+(def ^:private signal-names
+  {1 "SIGHUP" 2 "SIGINT" 3 "SIGQUIT" 4 "SIGILL" 6 "SIGABRT" 7 "SIGBUS" 8 "SIGFPE" 9 "SIGKILL"
+   11 "SIGSEGV" 13 "SIGPIPE" 14 "SIGALRM" 15 "SIGTERM"})
+
+(defn exit-story
+  "How a process that ended with exit `code` (as Java reports it: 128+n
+   after signal n) ended, in words: \"was killed by SIGKILL (exit code
+   137)\", \"exited with code 1\", or \"is not running\" for nil."
+  [code]
+  (cond (nil? code) "is not running"
+        (and (> (long code) 128) (< (long code) 160))
+        (let [n (- (long code) 128)]
+          (str "was killed by " (get signal-names n (str "signal " n)) " (exit code " code ")"))
+        :else (str "exited with code " code)))
 
 (defn transport-error
   "The ex-info for call `op` that failed in the transport with `e`. Whether the
@@ -80,19 +105,21 @@
                   (and (not timeout?) ((:exited-within? conn) 1000)))]
     (cond
       dead?
-      (ex-info (str "the mxkv engine (pid " pid ") is not running"
-                    (when-let [c ((:exit-code conn))] (str " (exit code " c ")"))
-                    "; " op " could not run. Objects from that engine are gone; "
-                    "(org.apache.clojure-mxnet.bridge/restart!) starts a new engine.")
-               {:type :engine-dead :op op :pid pid :exit-code ((:exit-code conn))
-                :may-have-run false} e)
+      (let [code ((:exit-code conn))]
+        (ex-info (str "the mxkv engine (pid " pid ") " (exit-story code) "; " op
+                      " did not run. Its stores and arrays are gone with it: a new store "
+                      "needs a new engine, (org.apache.clojure-mxnet.bridge/restart!) starts one.")
+                 (with-transport-exception
+                   {:type :engine-dead :op op :pid pid :exit-code code :may-have-run false} e)))
 
       timeout?
       (timeout-error conn op deadline ticket e)
 
       :else
-      (ex-info (str "cannot reach the mxkv engine (pid " pid ") for " op ": " (.getMessage e))
-               {:type :engine-unreachable :op op :pid pid :may-have-run true} e))))
+      (ex-info (str "cannot reach the mxkv engine (pid " pid ") for " op ": " (.getMessage e)
+                    "; the call may have run")
+               (with-transport-exception
+                 {:type :engine-unreachable :op op :pid pid :may-have-run true} e)))))
 
 (def ^:private direct-error-prefix
   "An in-process engine's method that returns a buffer reports an engine

@@ -14,7 +14,7 @@ by default): ``window`` (P3, the default window), ``nowindow`` (P3 with
 ``MXKV_P3_WINDOW_BYTES=0``: priority orders submission only, as before the
 window), ``plain`` (no P3).
 
-    .venv/bin/python benchmarks/p3_bench.py --reps 3
+    .venv/bin/python benchmarks/studies/p3_bench.py --reps 3
 """
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ import statistics
 import sys
 import time
 
-from dist_jobs import launch_command, resnet50_store, run_job, run_sides
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/
+from dist_jobs import launch_command, resnet50_store, run_job, run_sides  # noqa: E402
 
 SIDES = {"window": (True, None), "nowindow": (True, "0"), "plain": (False, None)}
 

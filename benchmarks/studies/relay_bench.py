@@ -14,7 +14,7 @@ whole jobs in turn (A B A B ...):
 It prints the median time per iteration of each side, their ratio, and the
 pushes each shard received per round with what crossed to its node.
 
-    .venv/bin/python benchmarks/relay_bench.py --reps 2 --iters 15
+    .venv/bin/python benchmarks/studies/relay_bench.py --reps 2 --iters 15
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/
 from resnet50 import resnet50_param_shapes  # noqa: E402
 
 SIDES = {"relay": "1", "direct": "0"}

@@ -2,8 +2,8 @@
 profiles of rank 0's worker and of every server shard, during the same steps.
 
     .venv/bin/pip install py-spy
-    .venv/bin/python benchmarks/dist_profile.py -n 2 -s 1 --iters 60
-    MXKV_SHM=0 .venv/bin/python benchmarks/dist_profile.py -n 2 -s 2   # object store only
+    .venv/bin/python benchmarks/studies/dist_profile.py -n 2 -s 1 --iters 60
+    MXKV_SHM=0 .venv/bin/python benchmarks/studies/dist_profile.py -n 2 -s 2   # object store only
 
 Launches ``mxkv launch -n W -s S`` running this file as the worker (the
 ResNet-50 set of ``dist_worker.py``: push all 161 keys, then pull them).
@@ -24,7 +24,8 @@ import subprocess
 import sys
 import time
 
-from dist_jobs import launch_command, resnet50_store, run_job
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/
+from dist_jobs import launch_command, resnet50_store, run_job  # noqa: E402
 
 
 def _aggregate(path: str, top: int) -> str:

@@ -9,7 +9,7 @@ both, and reports per row the median step time of each and the median of
 the per-round ratios new/base::
 
     git archive main python | (mkdir -p /tmp/mxkv-main && tar -x -C /tmp/mxkv-main)
-    .venv/bin/python benchmarks/ab_trees.py --base /tmp/mxkv-main/python --rounds 10
+    .venv/bin/python benchmarks/studies/ab_trees.py --base /tmp/mxkv-main/python --rounds 10
 
 Every row runs its quick parameters; ``--rows`` picks rows (default: the
 single-thread CPU rows).
@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # benchmarks/
 ROOT = os.path.dirname(HERE)
 ROWS = ["big_key_k1", "big_key_k4", "big_key_k8", "resnet50_batched", "resnet50_per_key",
         "resnet50_sgd", "small_keys_1000", "device_2bit_k4"]

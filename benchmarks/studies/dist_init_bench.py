@@ -8,7 +8,7 @@ what it already holds (a checkpoint copying the whole shard on every init)
 shows a last-ten mean well above the first-ten mean.
 
     bash benchmarks/run.sh ...               # not part of run.sh; run directly:
-    MXNET_PY=/work/venv-mxnet/bin/python .venv/bin/python benchmarks/dist_init_bench.py
+    MXNET_PY=/work/venv-mxnet/bin/python .venv/bin/python benchmarks/studies/dist_init_bench.py
 
 Prints one line per side (first ten, last ten, total) and, with ``--out``,
 writes them as JSON. Targets (issue 18): last ten at most 1.2x the first
@@ -23,7 +23,8 @@ import os
 import sys
 import time
 
-from dist_jobs import launch_command, run_job, run_sides
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/
+from dist_jobs import launch_command, run_job, run_sides  # noqa: E402
 
 
 def worker(a: argparse.Namespace) -> int:
