@@ -273,13 +273,14 @@ class Bed:
                            f"\n{p.stderr[-2000:]}")
 
     def _wait_nodes(self) -> None:
-        """Every host's node alive in the head's view, before anyone uses the cluster."""
+        """Every host's node alive in the head's view, and no other (a lost
+        host's old node declared dead), before anyone uses the cluster."""
         wait = ("import ray, sys, time\nray.init(address='auto', logging_level='ERROR')\n"
-                f"deadline = time.monotonic() + 60\n"
-                f"while sum(n['Alive'] for n in ray.nodes()) < {self.n}:\n"
+                f"deadline = time.monotonic() + 90\n"
+                f"while sum(n['Alive'] for n in ray.nodes()) != {self.n}:\n"
                 "    if time.monotonic() > deadline: sys.exit('nodes missing')\n"
                 "    time.sleep(0.2)\n")
-        self.run(0, [self.python, "-c", wait], env=self.ray_env(), timeout=90)
+        self.run(0, [self.python, "-c", wait], env=self.ray_env(), timeout=120)
 
     def restart_host(self, host: int) -> None:
         """After a fault test: kill every process left on ``host`` (its first
