@@ -251,28 +251,67 @@ class Bed:
         h.pidns = os.readlink(f"/proc/{h.init_pid}/ns/pid")
 
     def _start_ray(self) -> None:
+        for h in self.hosts:
+            self._ray_start(h.index)
+        self._wait_nodes()
+
+    def _ray_start(self, host: int) -> None:
         ray = os.path.join(os.path.dirname(self.python), "ray")
         common = ["--num-cpus", str(self.num_cpus), "--object-store-memory",
                   str(self.object_store_mb * 1024 * 1024), "--disable-usage-stats"]
         env = self.ray_env()
         env.pop("RAY_ADDRESS")
-        for h in self.hosts:
-            where = ["--head", "--port", str(RAY_PORT), "--include-dashboard=false"] \
-                if h.index == 0 else \
-                ["--address", self.head]
-            p = self.run(h.index, [ray, "start", *where, "--node-ip-address", h.addr,
-                                   "--resources", json.dumps({f"bed_host_{h.index}": 100}),
-                                   *common], env=env, timeout=120, check=False)
-            if p.returncode != 0:
-                raise BedError(f"ray start on host {h.index} failed:\n{p.stdout[-2000:]}"
-                               f"\n{p.stderr[-2000:]}")
-        # every node registered with the head before anyone uses the cluster
+        h = self.hosts[host]
+        where = ["--head", "--port", str(RAY_PORT), "--include-dashboard=false"] \
+            if h.index == 0 else \
+            ["--address", self.head]
+        p = self.run(h.index, [ray, "start", *where, "--node-ip-address", h.addr,
+                               "--resources", json.dumps({f"bed_host_{h.index}": 100}),
+                               *common], env=env, timeout=120, check=False)
+        if p.returncode != 0:
+            raise BedError(f"ray start on host {h.index} failed:\n{p.stdout[-2000:]}"
+                           f"\n{p.stderr[-2000:]}")
+
+    def _wait_nodes(self) -> None:
+        """Every host's node alive in the head's view, and no other (a lost
+        host's old node declared dead), before anyone uses the cluster."""
         wait = ("import ray, sys, time\nray.init(address='auto', logging_level='ERROR')\n"
-                f"deadline = time.monotonic() + 60\n"
-                f"while sum(n['Alive'] for n in ray.nodes()) < {self.n}:\n"
+                f"deadline = time.monotonic() + 90\n"
+                f"while sum(n['Alive'] for n in ray.nodes()) != {self.n}:\n"
                 "    if time.monotonic() > deadline: sys.exit('nodes missing')\n"
                 "    time.sleep(0.2)\n")
-        self.run(0, [self.python, "-c", wait], env=self.ray_env(), timeout=90)
+        self.run(0, [self.python, "-c", wait], env=self.ray_env(), timeout=120)
+
+    def restart_host(self, host: int) -> None:
+        """After a fault test: kill every process left on ``host`` (its first
+        aside), bring its link up, and start its Ray node again (not the head's)."""
+        if host == 0:
+            raise ValueError("host 0 holds the Ray head: make a new bed instead")
+        h = self.hosts[host]
+        self.link(host, up=True)
+        for attempt in range(3):   # (a loaded machine may time `ray start` out)
+            for pid in _pids_in(h.pidns):
+                if pid != h.init_pid:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            deadline = time.monotonic() + 30
+            while [p for p in _pids_in(h.pidns) if p != h.init_pid] and \
+                    time.monotonic() < deadline:
+                time.sleep(0.05)
+            try:
+                self._ray_start(host)
+                break
+            except BedError:
+                if attempt == 2:
+                    raise
+        self._wait_nodes()
+
+    def link(self, host: int, up: bool) -> None:
+        """Bring ``host``'s link down (a partition: nothing crosses) or up."""
+        _sh(["ip", "-n", self.hosts[host].netns, "link", "set", "eth0",
+             "up" if up else "down"])
 
     def ray_env(self) -> Dict[str, str]:
         """What a process needs in its environment to join the bed's Ray cluster."""

@@ -2,24 +2,19 @@
 --launcher ray`` on host 0 against the bed's Ray cluster (token auth on):
 2 workers x 2 shards, one of each per host. The pulls equal a local
 store's, and the values crossed the hosts' links. (4 workers placed 2 per
-host by ``--workers-per-host 2``: test_docs_hosts.py.)"""
+host by ``--workers-per-host 2``: test_docs_hosts.py.) After the job, even
+one that exits 0, nothing of it is left on either host."""
 from __future__ import annotations
 
 import os
 import re
 import sys
 
-import pytest
+from conftest import wait_clean
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import job_worker  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def bed(bed_tool, needs_ray):
-    with bed_tool.Bed(2, rate="1gbit") as bed:
-        yield bed
 
 
 def launch(bed, out, *flags):
@@ -53,3 +48,9 @@ def test_dist_sync_two_hosts_one_worker_and_one_shard_each(bed):
         assert after[i]["tx"] - before[i]["tx"] > 5 * 2 * half
         assert after[i]["rx"] - before[i]["rx"] > 5 * 2 * half
 
+    # the remote shard's pull segments and checkpoint log are gone from host
+    # 1's /dev/shm, as every process of the job (its agent removed them)
+    took, first, now = wait_clean(bed)
+    print(f"\n[fault] none (exit 0): left at the launcher's exit {first}, after {took:.1f} s "
+          f"{now}")
+    assert not any(now.values()), now

@@ -341,6 +341,11 @@ class CheckpointLog:
         self._end = 0
         self.seq = 0
         self.error: Optional[BaseException] = None
+        #: ``mirror(kind, offset, data)`` on the writer thread after each
+        #: record, before it counts as durable: ``'append'`` (``data`` was
+        #: appended at ``offset``) or ``'reset'`` (``data`` is the whole log);
+        #: a copy on another host (:mod:`.replica`)
+        self.mirror: Optional[Callable[[str, int, bytes], None]] = None
         #: records written, compactions done, and deltas written as a new log
         #: (they held every part), by this process
         self.written = 0
@@ -428,6 +433,7 @@ class CheckpointLog:
         appended to the log, or as a new log when it holds every part."""
         with self._write_lock:
             self.seq += 1
+            start = self._end
             rewrite = bool(self._end) and self._covers(delta)
             if rewrite:
                 meta = dict(self._meta)
@@ -440,7 +446,22 @@ class CheckpointLog:
             self._account(delta)
             if not rewrite and self._end > 2 * self._live + self.slack:
                 self._compact()
+                rewrite = True
+            if self.mirror is not None:   # durable once the copy is too
+                if rewrite:
+                    self.mirror("reset", 0, self.read(0, self._end))
+                else:
+                    self.mirror("append", start, self.read(start, self._end - start))
         self.on_durable({n: e["round"] for n, e in delta["parts"].items() if "round" in e})
+
+    def read(self, offset: int = 0, size: Optional[int] = None) -> bytes:
+        """``size`` bytes of the log from ``offset`` (default: to its last
+        complete record)."""
+        size = self._end - offset if size is None else size
+        if not size:
+            return b""
+        with open(self.path, "rb") as f:
+            return os.pread(f.fileno(), size, offset)
 
     def _append(self, delta: Delta) -> None:
         """Append ``delta`` as one record (caller holds the write lock)."""

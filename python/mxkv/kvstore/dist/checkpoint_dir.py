@@ -27,7 +27,7 @@ from typing import Optional
 from ...base import MXNetError, MXNetIOError
 from ...bridge.private import private_directory
 
-__all__ = ["IDENTITY", "CheckpointDirInUse", "claim", "read_identity", "holds_logs"]
+__all__ = ["IDENTITY", "CheckpointDirInUse", "adopt", "claim", "read_identity", "holds_logs"]
 
 #: the file naming the job and run whose state the directory holds
 IDENTITY = "mxkv-job.json"
@@ -98,3 +98,14 @@ def claim(directory: str, job: str, resume: bool = False) -> dict:
              "resumed_job": (old or {}).get("job") if logs else None}
     _write_identity(directory, ident)
     return ident
+
+
+def adopt(directory: str, identity: dict) -> Optional[dict]:
+    """Write the run's ``identity`` (:func:`claim`'s) into ``directory`` of
+    this host, which has none: the job's directory where it is not shared
+    (a shard on another host). A directory holding logs without an identity
+    is not adopted (None: the caller refuses it)."""
+    if holds_logs(directory):
+        return None
+    _write_identity(directory, identity)
+    return identity

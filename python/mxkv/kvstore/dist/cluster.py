@@ -20,6 +20,13 @@ nodes), nor did a soft node affinity (tried: it spilled); a placement group
 does, and Ray moves a bundle to another node when its node dies, so a
 restarted shard comes back there. The coordinator, which is not restarted,
 stays on the node of the process that creates the job (the launcher's).
+
+On a cluster of several nodes the job also places a
+:class:`~.node_keeper.NodeAgent` on every alive node: it removes the job
+from its node at the end, however the job ends, and keeps the copies of
+other nodes' shard logs (:mod:`.replica`) unless the checkpoint directory
+is shared (every agent sees the run's ``mxkv-job.json``) or
+``MXKV_CHECKPOINT_REPLICA=0``.
 """
 from __future__ import annotations
 
@@ -36,6 +43,7 @@ from .checkpoint_dir import claim
 from .config import DistConfig
 from .coordinator import Coordinator
 from .job import NAMESPACE, JobEnv, Timeouts, coordinator_name, import_ray, shard_name
+from .node_keeper import replica_dir
 from .shard import ServerShard
 from .shm import data_dir
 
@@ -65,6 +73,8 @@ class Job:
     owns_checkpoints: bool = True
     placement: str = "spread"
     groups: List[Any] = field(default_factory=list)   # placement groups to remove
+    agents: Dict[str, Any] = field(default_factory=dict)   # node -> its NodeAgent
+    replicated: bool = False   # shards copy their logs to another node
 
     def shard_nodes(self) -> List[Optional[str]]:
         """The Ray node id each shard runs on (None where Ray does not say)."""
@@ -102,7 +112,10 @@ class Job:
                     ray.get([s.checkpoint.remote() for s in self.shards], timeout=60)
                 except Exception:  # noqa: BLE001 - a stopped shard: its last checkpoint stays
                     pass
+            lost: Dict[str, str] = {}
             try:
+                if self.agents:
+                    lost = ray.get(self.coordinator.info.remote(), timeout=5)["lost_nodes"]
                 ray.get(self.coordinator.stop.remote(), timeout=5)
             except Exception:  # noqa: BLE001 - already gone
                 pass
@@ -111,6 +124,19 @@ class Job:
                     ray.kill(actor, no_restart=True)
                 except Exception:  # noqa: BLE001
                     pass
+            # every node's agent removes the job from its node (and the
+            # keeper it started, once the agent is killed, finds nothing);
+            # a lost node's agent does not answer: its keeper cleans there
+            refs = [a.clean.remote() for node, a in self.agents.items()
+                    if node not in lost]
+            if refs:
+                ray.wait(refs, num_returns=len(refs), timeout=15)
+            for actor in self.agents.values():
+                try:
+                    ray.kill(actor, no_restart=True)
+                except Exception:  # noqa: BLE001
+                    pass
+            self.agents = {}
             from ray.util.placement_group import remove_placement_group
 
             for group in self.groups:
@@ -121,8 +147,10 @@ class Job:
             self.groups = []
         if self.owns_checkpoints:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
-        # the same-host data path's segments (shm.py), this host's
+        # the same-host data path's segments (shm.py), and the copies of
+        # other nodes' shard logs (replica.py), this host's
         shutil.rmtree(data_dir(self.name), ignore_errors=True)
+        shutil.rmtree(replica_dir(self.name), ignore_errors=True)
 
 
 def placement_options(count: int, placement: str = "spread",
@@ -278,7 +306,7 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
         base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         checkpoint_dir = tempfile.mkdtemp(prefix=f"mxkv-{name}-", dir=base)
         owns = True
-    claim(checkpoint_dir, name, resume=config.resume if resume is None else resume)
+    ident = claim(checkpoint_dir, name, resume=config.resume if resume is None else resume)
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     # the coordinator (not restarted: the job ends with it) stays on this node
@@ -290,6 +318,8 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
         name, num_workers, num_servers, timeouts.heartbeat, timeouts.dead)
     start = max(timeouts.fail, START_TIMEOUT)
     ray.get(coordinator.info.remote(), timeout=start)
+    agents, replicate = _start_agents(name, coordinator, checkpoint_dir, owns, ident["run"],
+                                      config, start)
     shard_cls = ray.remote(ServerShard)
     opts = dict(num_cpus=0, max_restarts=config.shard_max_restarts, max_task_retries=0,
                 max_concurrency=1000)
@@ -301,10 +331,50 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
         groups.append(group)
     shards = [shard_cls.options(name=shard_name(name, i), namespace=NAMESPACE,
                                 **{**opts, **places[i], **(shard_options or {})}).remote(
-        name, i, num_workers, checkpoint_dir, config, shard_env)
+        name, i, num_workers, checkpoint_dir, config, shard_env, identity=ident,
+        replicate=replicate)
         for i in range(num_servers)]
     ray.get([s.hello.remote() for s in shards], timeout=start)
     ray.get(coordinator.set_shards.remote(shards), timeout=start)
     return Job(name=name, address=address, num_workers=num_workers, num_servers=num_servers,
                checkpoint_dir=checkpoint_dir, coordinator=coordinator, shards=shards, p3=p3,
-               timeouts=timeouts, owns_checkpoints=owns, placement=placement, groups=groups)
+               timeouts=timeouts, owns_checkpoints=owns, placement=placement, groups=groups,
+               agents=agents, replicated=replicate)
+
+
+def _start_agents(name: str, coordinator: Any, directory: str, owns: bool, run: str,
+                  config: DistConfig, timeout: float) -> Tuple[Dict[str, Any], bool]:
+    """A :class:`~.node_keeper.NodeAgent` on every alive node when there are
+    several (on one, the launcher's own cleanup covers the host); and
+    whether shards copy their logs to another node: ``MXKV_CHECKPOINT_REPLICA``,
+    or with ``auto`` when some node does not see the checkpoint directory's
+    ``mxkv-job.json`` of this run (it is not shared)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from .node_keeper import NodeAgent, machine_id
+
+    ray = import_ray()
+    nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
+    if len(nodes) < 2:
+        return {}, config.checkpoint_replica == "1"
+    cls = ray.remote(NodeAgent)
+    t = config.timeouts
+    agents = {node: cls.options(
+        name=f"mxkv:{name}:agent:{node[:12]}", namespace=NAMESPACE, num_cpus=0,
+        max_restarts=0, max_concurrency=16,
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
+        name, [directory] if owns else [], t.heartbeat, t.dead) for node in nodes}
+    where = dict(zip(agents, ray.get([a.where.remote() for a in agents.values()],
+                                     timeout=timeout)))
+    # a keeper per machine, none on this one (the launcher's cleanup covers it)
+    machines = {machine_id()}
+    for node in nodes:
+        if where[node][3] not in machines:
+            machines.add(where[node][3])
+            agents[node].keep.remote()
+    ray.get(coordinator.set_agents.remote({n: (a, where[n][0]) for n, a in agents.items()}),
+            timeout=timeout)
+    if config.checkpoint_replica != "auto":
+        return agents, config.checkpoint_replica == "1"
+    seen = ray.get([a.sees.remote(directory, run) for a in agents.values()], timeout=timeout)
+    return agents, not all(seen)

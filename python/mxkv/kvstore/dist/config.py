@@ -30,6 +30,9 @@ MXKV_CHECKPOINT_SLACK_MB        32         log growth allowed before compaction
 MXKV_SHARD_MAX_RESTARTS         -1         Ray restarts of a shard (-1: unbounded)
 MXKV_RESUME                     0          take up the state a checkpoint directory
                                            holds from an earlier job (:mod:`.checkpoint_dir`)
+MXKV_CHECKPOINT_REPLICA         auto       copy each shard's log to another node
+                                           (:mod:`.replica`): ``auto`` when the
+                                           directory is not shared, ``1``, ``0``
 ==============================  =========  =========================================
 """
 from __future__ import annotations
@@ -91,6 +94,7 @@ class DistConfig:
     checkpoint_slack_bytes: int = 32 << 20
     shard_max_restarts: int = -1
     resume: bool = False
+    checkpoint_replica: str = "auto"
 
     @classmethod
     def from_env(cls) -> "DistConfig":
@@ -109,4 +113,17 @@ class DistConfig:
             checkpoint_rounds=env("MXKV_CHECKPOINT_ROUNDS", 4, int, minimum=1),
             checkpoint_slack_bytes=env("MXKV_CHECKPOINT_SLACK_MB", 32, int, minimum=0) << 20,
             shard_max_restarts=env("MXKV_SHARD_MAX_RESTARTS", -1, int, minimum=-1),
-            resume=env("MXKV_RESUME", False, bool))
+            resume=env("MXKV_RESUME", False, bool),
+            checkpoint_replica=_replica_mode(env("MXKV_CHECKPOINT_REPLICA", "auto")))
+
+
+def _replica_mode(value: str) -> str:
+    """``MXKV_CHECKPOINT_REPLICA`` as ``'auto'``, ``'1'`` or ``'0'``."""
+    from ...base import MXNetError
+
+    v = value.strip().lower()
+    out = {"auto": "auto", "1": "1", "on": "1", "true": "1", "yes": "1",
+           "0": "0", "off": "0", "false": "0", "no": "0"}.get(v)
+    if out is None:
+        raise MXNetError(f"MXKV_CHECKPOINT_REPLICA={value!r}: give auto, 1 or 0")
+    return out

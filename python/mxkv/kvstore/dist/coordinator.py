@@ -20,12 +20,16 @@ job, named ``mxkv:<job>``). Array data never passes through it.
   every worker has left.
 * It makes each host's relay (:mod:`.relay`, :meth:`relay`): workers say
   which Ray node they run on when they join.
+* Each node's agent (:mod:`.node_keeper`) sends heartbeats too: a node
+  whose agent is silent for ``MXKV_DEAD_TIMEOUT`` seconds is lost, and
+  every worker on it is declared dead, naming the host. It says which
+  node keeps the copy of each shard's log (:mod:`.replica`).
 """
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ...base import DeadNodeError, MXNetError
 
@@ -66,6 +70,12 @@ class Coordinator:
         self.mode: Optional[str] = None
         self.aggregate: Optional[bool] = None
         self.relays: Dict[str, Any] = {}
+        #: node -> (its NodeAgent, host); node -> last heartbeat; lost nodes -> host
+        self.agents: Dict[str, Tuple[Any, str]] = {}
+        self.agent_beats: Dict[str, float] = {}
+        self.lost_nodes: Dict[str, str] = {}
+        #: shard -> (node, host) holding the copy of its log
+        self.replicas: Dict[int, Tuple[str, str]] = {}
         self._barrier_gen = 0
         self._barrier_in: set = set()
         self._cond: Optional[asyncio.Condition] = None
@@ -99,6 +109,17 @@ class Coordinator:
                 if silent > self.dead_timeout:
                     newly[rank] = (f"no heartbeat for {silent:.1f} s from "
                                    f"{info['host']}")
+            for node, beat in list(self.agent_beats.items()):
+                silent = now - beat
+                if node in self.lost_nodes or silent <= self.dead_timeout:
+                    continue
+                host = self.agents[node][1]
+                self.lost_nodes[node] = host
+                for rank, info in self.workers.items():
+                    if info.get("node") == node and rank not in self.left \
+                            and rank not in self.dead:
+                        newly[rank] = (f"its host {host} is unreachable (no heartbeat from "
+                                       f"its node {node[:12]} for {silent:.1f} s)")
             for rank, why in newly.items():
                 await self.declare_dead(rank, why)
 
@@ -107,6 +128,42 @@ class Coordinator:
         """Hand the coordinator the shard actors (the launcher does)."""
         self.shards = list(shards)
         _ = self.cond
+
+    async def set_agents(self, agents: Dict[str, Tuple[Any, str]]) -> None:
+        """Hand the coordinator each node's agent and host (the job's creator does)."""
+        self.agents = dict(agents)
+        now = time.monotonic()
+        self.agent_beats = {node: now for node in agents}
+        _ = self.cond
+
+    async def agent_beat(self, node: str, host: str) -> None:
+        """Node ``node``'s agent is alive."""
+        if node in self.agent_beats and node not in self.lost_nodes:
+            self.agent_beats[node] = time.monotonic()
+
+    async def replica_source(self, index: int) -> Optional[Tuple[Any, str]]:
+        """The agent holding the copy of shard ``index``'s log, and its host."""
+        where = self.replicas.get(int(index))
+        if where is None or where[0] not in self.agents:
+            return None
+        return self.agents[where[0]][0], where[1]
+
+    async def replica_target(self, index: int, node: Optional[str],
+                             gone: Sequence[Optional[str]] = ()) -> Optional[Tuple[Any, str, str]]:
+        """An agent on a node other than ``node`` (and ``gone``, and lost
+        ones) to keep shard ``index``'s copy: (agent, node, host), or None.
+        The node holding it now, when it qualifies; else the nodes in turn."""
+        ok = sorted(n for n in self.agents
+                    if n != node and n not in gone and n not in self.lost_nodes)
+        if not ok:
+            return None
+        now = self.replicas.get(int(index), (None, None))[0]
+        pick = now if now in ok else ok[int(index) % len(ok)]
+        return self.agents[pick][0], pick, self.agents[pick][1]
+
+    async def replica_set(self, index: int, node: str, host: str) -> None:
+        """Shard ``index``'s copy is now on ``node`` (``host``)."""
+        self.replicas[int(index)] = (node, host)
 
     async def info(self) -> dict:
         """The job at a glance: its size, which workers joined, left or died,
@@ -117,7 +174,9 @@ class Coordinator:
                 "left": sorted(self.left), "dead": dict(self.dead),
                 "at_barrier": sorted(self._barrier_in),
                 "servers": dict(self.servers), "commands": len(self.commands),
-                "failure": None if self.failure is None else str(self.failure)}
+                "failure": None if self.failure is None else str(self.failure),
+                "lost_nodes": dict(self.lost_nodes),
+                "replicas": {i: host for i, (_, host) in self.replicas.items()}}
 
     # ------------------------------------------------------------ workers
     async def join(self, rank: Optional[int], host: str, node: Optional[str] = None) -> int:

@@ -60,6 +60,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ...supervise import exit_words
 from .local_cluster import LocalCluster
+from .node_keeper import replica_dir
 from .processes import LocalProcess, RayProcess, become_subreaper, kill_descendants
 from .shm import data_dir
 from .supervisor import Interrupted, Supervisor
@@ -220,6 +221,8 @@ def run(args: argparse.Namespace) -> int:
         if job.owns_checkpoints:
             remove_at_end(job.checkpoint_dir)
         remove_at_end(data_dir(job.name))   # the same-host data path's segments
+        remove_at_end(replica_dir(job.name))   # copies of other hosts' shard logs
+        dog.mark_job(job.name)
         _start_processes(args, job, sup, call_timeout_ms)
         _say_where(job, sup)
         if cluster is not None:

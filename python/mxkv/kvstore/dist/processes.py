@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ...supervise import LIBC, die_with_parent
 
@@ -155,12 +155,21 @@ class RayProcess:
         self.ray = ray
         self.prefix = prefix.encode()
         self.code: Optional[int] = None
+        self._reading: Any = None
         self.host, self.node_id = ray.get(self.actor.start.remote(cmd, env))
 
     def poll(self) -> Optional[int]:
+        """The command's exit code, None while it runs; prints the lines
+        read so far. Never waits: a host that stopped answering must not
+        hold up the launcher (its workers are declared dead meanwhile)."""
         if self.code is None:
+            if self._reading is None:
+                self._reading = self.actor.read.remote()
+            if not self.ray.wait([self._reading], timeout=0)[0]:
+                return None
+            ref, self._reading = self._reading, None
             try:
-                lines, self.code = self.ray.get(self.actor.read.remote())
+                lines, self.code = self.ray.get(ref)
             except self.ray.exceptions.RayActorError as exc:
                 lines, self.code = [f"(its actor died: {exc})".encode()], 1   # no signal
             for line in lines:
@@ -172,8 +181,10 @@ class RayProcess:
             self.actor.signal.remote(sig)
 
     def kill(self) -> None:
+        """SIGKILL the command (waiting up to 5 s: its host may not answer),
+        then end the actor."""
         try:
-            self.ray.get(self.actor.kill.remote(), timeout=10)
+            self.ray.wait([self.actor.kill.remote()], timeout=5)
             self.ray.kill(self.actor)
         except Exception:  # noqa: BLE001 - already gone
             pass

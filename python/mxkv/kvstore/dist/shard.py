@@ -42,7 +42,7 @@ from ...optimizer.states_file import restricted_loads
 from ..compression import GradientCompression
 from ..local import KVStore
 from .checkpoint import CheckpointLog, checkpoint_path
-from .checkpoint_dir import IDENTITY, claim, holds_logs, read_identity
+from .checkpoint_dir import IDENTITY, adopt, claim, holds_logs, read_identity
 from .config import DistConfig
 from .durability import Durability
 from .job import NAMESPACE, coordinator_name, host_label, import_ray
@@ -65,6 +65,7 @@ from .messages import (
     to_nd,
 )
 from .publication import Publication, Round
+from .replica import Replica, fetch
 from .rounds import RoundBook
 from .shard_state import record, restore
 from .shm import Publisher, Reader, ShmBatch, data_dir, node_id, remove_stale
@@ -101,10 +102,18 @@ class ServerShard:
     environ : dict, optional
         Environment variables set in this process first (the job's
         ``--env`` / ``--env-server``; the process is this actor's alone).
+    identity : dict, optional
+        The run's ``mxkv-job.json`` (:func:`~.checkpoint_dir.claim`): written
+        into a directory of this host that has none and holds no log (the
+        job's own directory is per host unless shared).
+    replicate : bool
+        Copy the log to another node's agent, and restore from that copy
+        when there is no log here (:mod:`.replica`).
     """
 
     def __init__(self, job: str, index: int, num_workers: int, checkpoint_dir: str,
-                 config: DistConfig, environ: Optional[Dict[str, str]] = None) -> None:
+                 config: DistConfig, environ: Optional[Dict[str, str]] = None,
+                 identity: Optional[dict] = None, replicate: bool = False) -> None:
         os.environ.update(environ or {})   # (for the user's code: updaters, optimizers)
         self.ray = import_ray()
         self.job = job
@@ -134,8 +143,15 @@ class ServerShard:
                                     on_error=self._on_write_error)
         self._beat_task: Optional[asyncio.Task] = None
         self.restored = False
+        #: the copy of the log on another node (None: not kept); the host
+        #: this incarnation's log was fetched from, when it was
+        self.replica = Replica(self.ray, self.coordinator, self.index, node_id(self.ray)) \
+            if replicate else None
+        self.restored_from: Optional[str] = None
         try:
-            self.restored = self._open(checkpoint_dir)
+            self.restored = self._open(checkpoint_dir, identity)
+            if self.replica is not None and self.failure is None:
+                self.replica.start(self.writer)
         except Exception as exc:  # noqa: BLE001 - the shard stops, saying why
             self._fail(getattr(exc, "path", None) or self.writer.path, exc)
         self._joined: Optional[asyncio.Task] = None
@@ -158,24 +174,31 @@ class ServerShard:
         self._idle: Optional[asyncio.Event] = None
 
     # ------------------------------------------------------------ state
-    def _open(self, directory: str) -> bool:
+    def _open(self, directory: str, identity: Optional[dict] = None) -> bool:
         """Check the checkpoint directory (private, this job's) and restore
-        the log; whether there was one."""
+        the log (fetched from its copy on another node when there is none
+        here); whether there was one."""
         private_directory(directory, "checkpoint directory")
         try:
             ident = read_identity(directory)
+            if ident is None and identity is not None:
+                ident = adopt(directory, identity)
         except MXNetIOError as exc:   # (named as the file at fault)
             self._fail(os.path.join(directory, IDENTITY), exc)
             return False
         if ident is None and not holds_logs(directory):
-            # a host of its own (no shared storage: the job's directory was
-            # made on the launcher's host): this shard claims its copy here
+            # a host of its own and no identity given (create_job gives the
+            # run's, adopted above, so that a log fetched from its copy on
+            # another host is this run's): this shard claims its copy here
             ident = claim(directory, self.job)
         if ident is None or ident["job"] != self.job:
             whose = "no job" if ident is None else f"job {ident['job']!r}"
             raise MXNetError(f"checkpoint directory {directory!r} belongs to {whose}, not to "
                              f"job {self.job!r}")
         self.run = ident["run"]
+        if self.replica is not None:
+            self.restored_from = fetch(self.ray, self.coordinator, self.index,
+                                       self.writer.path)
         return self._restore()
 
     def _restore(self) -> bool:
@@ -346,7 +369,8 @@ class ServerShard:
         """The incarnation, process and restored rounds (for resyncing)."""
         await self._check(None, names)
         return {"incarnation": self.incarnation, "pid": os.getpid(), "node": self.node,
-                "restored": self.restored, "rounds": self._rounds_of(names)}
+                "restored": self.restored, "restored_from": self.restored_from,
+                "rounds": self._rounds_of(names)}
 
     async def init(self, incarnation: str, parts: Init, payloads: Any) -> List[int]:
         """Store the initial values of parts (rank 0's); known parts are kept.
@@ -672,5 +696,7 @@ class ServerShard:
                 "parts": len(self.shapes), "rounds": dict(self.book.rounds),
                 "durable": dict(self.dur.durable), "arrivals": list(self.arrivals),
                 "checkpoints": self.writer.written, "compactions": self.writer.compactions,
-                "restored": self.restored, **self.pub.stats()}
+                "restored": self.restored, "restored_from": self.restored_from,
+                "replica": None if self.replica is None else self.replica.host,
+                **self.pub.stats()}
 

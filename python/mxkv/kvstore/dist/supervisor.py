@@ -131,7 +131,9 @@ class Supervisor:
                       and self.signum is None):
                     failed.add(rank)
                     code = code or shell_status(rc)
-                    _say(f"worker {rank} {exit_words(rc)}")
+                    where = getattr(p, "host", None)
+                    _say(f"worker {rank} {exit_words(rc)}"
+                         + (f" (on {where})" if where else ""))
                     try:
                         job.coordinator.declare_dead.remote(
                             rank, f"its process {exit_words(rc)}")

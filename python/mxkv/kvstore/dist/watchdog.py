@@ -6,7 +6,9 @@ children) and starts this watchdog in a session of its own, holding a pipe
 from the launcher. The launcher writes down each directory it creates; when
 the pipe closes, however the launcher ended, the watchdog SIGKILLs every
 process still carrying the mark or holding a file in those directories,
-removes the directories and exits. After a clean end it finds nothing to do.
+removes the directories and exits. It also kills what carries the job's
+``MXKV_JOB`` name (what Ray's actors on this host started for the job).
+After a clean end it finds nothing to do.
 
 Run as ``python -m mxkv.kvstore.dist.watchdog MARK LAUNCHER_PID`` (the launcher does).
 """
@@ -19,9 +21,9 @@ import signal
 import subprocess
 import sys
 import time
-from typing import List, Optional
+from typing import Iterable, List, Optional
 
-__all__ = ["MARK_VAR", "Watchdog"]
+__all__ = ["MARK_VAR", "Watchdog", "marked", "holding", "sweep"]
 
 #: The environment variable that marks a launcher's processes.
 MARK_VAR = "MXKV_LAUNCH_ID"
@@ -47,6 +49,12 @@ class Watchdog:
         except (OSError, AttributeError):
             pass
 
+    def mark_job(self, job: str) -> None:
+        """Have the processes carrying ``MXKV_JOB=job`` killed too (those a
+        Ray actor started on this host for the job carry that, not the
+        launcher's mark)."""
+        self.remove_later(f"job:{job}")
+
     def close(self, timeout: float = 10.0) -> None:
         """The launcher is done: the watchdog sweeps (finding nothing) and exits."""
         if os.environ.get(MARK_VAR) == self.mark:
@@ -61,9 +69,10 @@ class Watchdog:
         self.proc = None
 
 
-def marked(mark: str) -> List[int]:
-    """The live processes whose environment carries ``MXKV_LAUNCH_ID=mark``."""
-    needle = f"{MARK_VAR}={mark}".encode()
+def marked(mark: str, var: str = MARK_VAR) -> List[int]:
+    """The live processes whose environment carries ``var=mark``
+    (``MXKV_LAUNCH_ID`` by default)."""
+    needle = f"{var}={mark}".encode()
     out = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == os.getpid():
@@ -78,10 +87,11 @@ def marked(mark: str) -> List[int]:
 
 
 def holding(paths: List[str]) -> List[int]:
-    """The processes with a file open (or their working directory) under
-    ``paths``: Ray's processes keep their logs open in the cluster's
-    directory, and a process that renames itself (Ray's agents call
-    ``setproctitle``) may overwrite what ``/proc/PID/environ`` shows."""
+    """The processes with a file open, mapped (a shard's pull segments) or
+    their working directory under ``paths``: Ray's processes keep their logs
+    open in the cluster's directory, and a process that renames itself
+    (Ray's agents call ``setproctitle``) may overwrite what
+    ``/proc/PID/environ`` shows."""
     roots = tuple(os.path.join(os.path.realpath(p), "") for p in paths)
     out: List[int] = []
     if not roots:
@@ -92,37 +102,53 @@ def holding(paths: List[str]) -> List[int]:
         try:
             links = [os.readlink(f"/proc/{name}/cwd")]
             links += [os.readlink(f"/proc/{name}/fd/{fd}") for fd in os.listdir(f"/proc/{name}/fd")]
-        except OSError:
+            with open(f"/proc/{name}/maps") as f:
+                links += [line.split(None, 5)[5].strip() for line in f
+                          if line.count(" ") >= 5 and "/" in line]
+        except (OSError, IndexError):
             continue
         if any(os.path.join(link, "").startswith(roots) for link in links):
             out.append(int(name))
     return out
 
 
-def sweep(mark: str, paths: List[str], launcher: int, timeout: float = 10.0) -> None:
-    """SIGKILL the marked processes, and those holding files under
-    ``paths``, but the ``launcher`` (which closed the pipe and is ending
-    on its own), until none is left (or ``timeout`` s), then remove ``paths``."""
+def sweep(mark: str, paths: List[str], launcher: int, timeout: float = 10.0,
+          var: str = MARK_VAR, spare: Iterable[int] = (), jobs: Iterable[str] = ()
+          ) -> List[int]:
+    """SIGKILL the processes marked ``var=mark`` (or ``MXKV_JOB=`` one of
+    ``jobs``), and those holding files under ``paths``, but the
+    ``launcher`` (which closed the pipe and is ending on its own) and
+    ``spare``, until none is left (or ``timeout`` s), then remove
+    ``paths``; returns the pids killed."""
     deadline = time.monotonic() + timeout
+    spared = {launcher, *spare}
+    jobs = list(jobs)
+    killed: List[int] = []
     while time.monotonic() < deadline:
         # a zombie's environment and files read empty: not counted
-        pids = (set(marked(mark)) | set(holding(paths))) - {launcher}
+        pids = set(marked(mark, var)) | set(holding(paths))
+        for job in jobs:
+            pids |= set(marked(job, "MXKV_JOB"))
+        pids -= spared
         if not pids:
             break
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
             except (ProcessLookupError, PermissionError):
                 pass
         time.sleep(0.05)
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
+    return killed
 
 
 def main() -> None:
     mark, launcher = sys.argv[1], int(sys.argv[2])
-    paths = [line.decode().rstrip("\n") for line in sys.stdin.buffer]   # until EOF
-    sweep(mark, [p for p in paths if p], launcher)
+    lines = [line.decode().rstrip("\n") for line in sys.stdin.buffer]   # until EOF
+    jobs = [x[4:] for x in lines if x.startswith("job:")]
+    sweep(mark, [p for p in lines if p and not p.startswith("job:")], launcher, jobs=jobs)
 
 
 if __name__ == "__main__":
