@@ -161,6 +161,9 @@ class ServerShard:
         remove_stale(self.data_dir, f"shard{self.index}-")   # an earlier incarnation's
         self.reader = Reader()
         self._keep_done: Optional[asyncio.Future] = None
+        # the log write of the last init: no value of it is answered before
+        # it is on disk (a failed write reaches the puller as the failure)
+        self._init_done: Optional[asyncio.Future] = None
         # where pulls are answered from; dist_sync sums without an updater are
         # written straight into a pull segment (no copy to publish)
         self.pub = Publication(self.kv, Publisher(
@@ -391,7 +394,7 @@ class ServerShard:
                               else payload.reshape(shape))
             # the new parts alone go to the log, on the writer thread, while
             # this one copies them into the store
-            durable = self._durable_future()
+            durable = self._init_done = self._durable_future()
             for name, shape, payload in fresh:
                 self.kv.init(name, to_nd(payload, tuple(shape), None))
             await self.book.changed()
@@ -540,6 +543,8 @@ class ServerShard:
         if not self.book.pull_ready(rank, items):
             await self.book.wait(lambda: self.book.pull_ready(rank, items))
             await self._check(incarnation, names)
+        if self._init_done is not None:
+            await self._wait_durable(self._init_done)
         # a checkpoint is due and this pull publishes changed parts: the
         # checkpoint is written from the published values (pinned until it
         # is durable) instead of from a copy of them
@@ -572,6 +577,8 @@ class ServerShard:
         if not self.book.pull_ready(rank, items):
             await self.book.wait(lambda: self.book.pull_ready(rank, items))
             await self._check(incarnation, names)
+        if self._init_done is not None:
+            await self._wait_durable(self._init_done)
         out = []
         for name, ids in zip(names, row_ids):
             shape = self.shapes[name]
