@@ -251,7 +251,7 @@ def main() -> int:
                                   f"waitall {statistics.median(r['pull_s']) * 1e3:.0f} ms",
                                   flush=True)
                         r["links"] = sampler.window(*r["loop_wall"], rate_bits or float("inf"))
-                        r["timeline"] = [s for s in sampler.samples
+                        r["timeline"] = [[round(s[0], 3), s[1]] for s in sampler.samples
                                          if r["loop_wall"][0] <= s[0] <= r["loop_wall"][1]]
                         if "start_wall" in r and rate_bits:   # mxkv's and MXNet's workers say when
                             r["directions"] = sampler.directions(
@@ -299,10 +299,10 @@ def main() -> int:
     with open(os.path.join(RESULTS, f"{stem}.json"), "w") as f:
         json.dump({"meta": meta, "rows": table,
                    "raw": {k: {s: [{x: r[x] for x in ("times_s", "links", "push_s", "pull_s",
-                                                "start_wall", "other_ranks", "directions",
-                                                "timeline")
+                                                "start_wall", "other_ranks", "directions")
+                                    + (("timeline",) if s == "mxkv" else ())   # (the counters)
                                     if x in r} for r in v[s]]
-                               for s in v} for k, v in results.items()}}, f, indent=1)
+                               for s in v} for k, v in results.items()}}, f)
     md = _markdown(meta, table, sides)
     with open(os.path.join(RESULTS, f"{stem}.md"), "w") as f:
         f.write(md)
