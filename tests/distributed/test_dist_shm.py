@@ -71,7 +71,8 @@ def test_a_pinned_publication_is_not_written_over_and_goes_once_unpinned(tmp_pat
     assert os.listdir(tmp_path) == []
 
 
-def test_a_push_pool_keeps_a_few_free_segments_and_removes_the_rest(tmp_path):
+def test_a_push_pool_keeps_a_few_free_segments_and_removes_the_rest(tmp_path, monkeypatch):
+    monkeypatch.setattr(PushPool, "MAX_FREE_BYTES", 0)    # (the count alone)
     pool = PushPool(str(tmp_path), "w0-s0")
     held = [pool.pack([np.full(8, i, np.float32)]) for i in range(7)]   # a burst in flight
     assert pool.segments == 7 and len(os.listdir(tmp_path)) == 7
@@ -83,6 +84,22 @@ def test_a_push_pool_keeps_a_few_free_segments_and_removes_the_rest(tmp_path):
     batch, release = pool.pack([np.ones(8, np.float32)])   # reuses one of them
     assert pool.segments == PushPool.MAX_FREE and batch.path in {
         os.path.join(str(tmp_path), f) for f in os.listdir(tmp_path)}
+    pool.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_push_pool_keeps_free_segments_within_its_byte_budget(tmp_path, monkeypatch):
+    # a round's chunks (7 segments) come back together once durable: all kept,
+    # and the next round's chunks reuse them; past the budget they go
+    monkeypatch.setattr(PushPool, "MAX_FREE_BYTES", 6 * (HEADER + 4096))
+    pool = PushPool(str(tmp_path), "w0-s0")
+    held = [pool.pack([np.full(1024, i, np.float32)]) for i in range(7)]
+    paths = {b.path for b, _ in held}
+    for _, release in held:
+        release()
+    assert pool.segments == 6 == len(os.listdir(tmp_path))   # the 7th went past the budget
+    again = [pool.pack([np.zeros(1024, np.float32)]) for _ in range(6)]
+    assert {b.path for b, _ in again} <= paths and pool.segments == 6   # none made anew
     pool.close()
     assert os.listdir(tmp_path) == []
 

@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ...base import DeadNodeError, MXNetError, MXNetTimeoutError, ShardFailedError
 from .job import NAMESPACE, Timeouts, shard_name
@@ -242,6 +242,27 @@ class Channel:
             todo = retry
         return results
 
+    def stream(self, calls: List[Call], what: str) -> Iterator[Tuple[int, Any]]:
+        """:meth:`call`, yielding (index, result) as each call finishes
+        (a restarted shard's calls are made again and come later)."""
+        for c in calls:
+            c.ref = c.make(self.incarnation[c.shard])
+        todo = {c.ref: i for i, c in enumerate(calls)}
+        while todo:
+            for ref in self._wait_refs(list(todo), what, any_of=True):
+                i = todo.pop(ref)
+                c = calls[i]
+                try:
+                    result = self.ray.get(ref)
+                except Exception as exc:  # noqa: BLE001
+                    if self._is_restart(exc):
+                        self.resync(c.shard)
+                        c.ref = c.make(self.incarnation[c.shard])
+                        todo[c.ref] = i
+                        continue
+                    raise self._translate(exc, c.what) from None
+                yield i, result
+
     def _is_restart(self, exc: BaseException) -> bool:
         cause = _cause(exc)
         if isinstance(cause, ShardRestarted):
@@ -257,10 +278,11 @@ class Channel:
         return MXNetError(f"{what} failed on a server shard: {cause}")
 
     # ------------------------------------------------------------ waiting
-    def _wait_refs(self, refs: List[Any], what: str) -> None:
-        """Wait for every ref, logging stalls and failing past the fail timeout."""
+    def _wait_refs(self, refs: List[Any], what: str, any_of: bool = False) -> List[Any]:
+        """Wait for every ref (``any_of``: for one at least; returns those
+        done), logging stalls and failing past the fail timeout."""
         if not refs:
-            return
+            return []
         t = self.timeouts
         start = time.monotonic()
         next_stall = start + t.stall
@@ -273,9 +295,12 @@ class Channel:
                 # what this call waits for may need a push the relay lost
                 # in a restart: look at the pushes' answers meanwhile
                 timeout = min(timeout, 0.25)
-            _, pending = self.ray.wait(pending, num_returns=len(pending), timeout=timeout)
+            ready, pending = self.ray.wait(pending, num_returns=1 if any_of else len(pending),
+                                           timeout=timeout)
+            if any_of and ready:
+                return ready
             if not pending:
-                return
+                break
             if self.relay is not None:
                 self.reap()
             now = time.monotonic()
@@ -293,6 +318,7 @@ class Channel:
                 log.warning("mxkv %s: %s has waited %.1f s; %s", what, self.who,
                             now - start, self.stall_report())
                 next_stall += t.stall
+        return refs
 
     def stall_report(self) -> str:
         """Which ranks have not pushed which keys, from the shards."""

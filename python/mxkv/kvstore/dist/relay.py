@@ -44,6 +44,7 @@ from .channel import Call, Channel, Message
 from .config import DistConfig
 from .job import import_ray
 from .messages import Push, ShardRestarted
+from .p3 import PrioritySender
 from .shm import Reader, ShmBatch, node_id
 
 __all__ = ["HostRelay", "relay_name"]
@@ -98,6 +99,11 @@ class HostRelay:
         self.incarnation = uuid.uuid4().hex
         self.node = node_id(self.ray)
         self.chan = Channel(self.ray, job, num_shards, self.ranks, config.timeouts)
+        # sums leave in the order they complete, at most MXKV_STREAM_WINDOW
+        # chunks in flight: sent all at once, Ray would move them side by
+        # side and the first would arrive no sooner than the last
+        self.sender = PrioritySender(self.chan, window=config.stream_window
+                                     * config.stream_chunk_bytes)
         self.reader = Reader()
         self.lock = threading.Lock()
         self.parts: Dict[Any, _Part] = {}
@@ -167,7 +173,8 @@ class HostRelay:
                 self.buffers.setdefault((shard, name), []).append(buf)
                 self.parts[(shard, name)].mark_sent(seq)
             self.sent += 1
-        self.chan.send(Message(shard, Push.of([(n, s) for n, s, _ in complete]), ref))
+        self.sender.submit(0, Message(shard, Push.of([(n, s) for n, s, _ in complete]), ref),
+                           sum(b.nbytes for b in sums))
 
     def stalled(self) -> List[Tuple[int, Any, int, List[int]]]:
         """Rounds being gathered here: (shard, part, round, ranks of this host missing)."""

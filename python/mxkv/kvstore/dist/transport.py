@@ -22,7 +22,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -31,11 +31,27 @@ from .config import DistConfig
 from .messages import Init, Pull, PullReply, Push
 from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir
 
-__all__ = ["Transport", "Groups"]
+__all__ = ["Transport", "Groups", "chunks"]
 
 #: shard -> (its (part name, tag) items, their payloads); the tag is a
 #: sequence number (push, pull) or a shape (init)
 Groups = Dict[int, Tuple[List[Tuple[Any, Any]], List[Any]]]
+
+
+def chunks(sizes: Sequence[int], limit: int) -> List[Tuple[int, int]]:
+    """Ranges ``(lo, hi)`` of consecutive items whose ``sizes`` (bytes) add
+    up to about ``limit`` each: whole items (a bigger one is a chunk of its
+    own), in order; one range with ``limit`` 0."""
+    out: List[Tuple[int, int]] = []
+    lo, acc = 0, 0
+    for i, n in enumerate(sizes):
+        if i > lo and limit > 0 and acc + n > limit:
+            out.append((lo, i))
+            lo, acc = i, 0
+        acc += n
+    if lo < len(sizes):
+        out.append((lo, len(sizes)))
+    return out
 
 
 class Transport:
@@ -80,6 +96,10 @@ class Transport:
         self.pools: Dict[int, PushPool] = {}
         self.reader = Reader()
         self._lock = threading.Lock()
+        #: a round's chunk to a shard on another node (0: one message)
+        self.chunk_bytes = 0 if ordered else config.stream_chunk_bytes
+        self._pull_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._fetch_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         chan.relocate = self.relocate
 
     # ------------------------------------------------------------ routes
@@ -173,10 +193,28 @@ class Transport:
                 out.append(Message(shard, Init.of(items), self.ray.put(payloads)))
         return out
 
-    def push_message(self, shard: int, items: Sequence[Tuple[Any, int]],
-                     payloads: List[Any]) -> Message:
-        """A push of (part, seq) ``items`` to ``shard``, by the route it takes."""
+    def streamed(self, shard: int) -> bool:
+        """Whether a round's pushes and pulls to ``shard`` go in chunks
+        (:func:`chunks`): it is on another node, and messages need not keep
+        their order (P3)."""
+        return self.chunk_bytes > 0 and not self.ordered and not self.fast(shard)
+
+    def push_messages(self, shard: int, items: Sequence[Tuple[Any, int]],
+                      payloads: List[Any]) -> Iterator[Tuple[Message, int]]:
+        """A push of (part, seq) ``items`` to ``shard``, by the route it
+        takes: (message, payload bytes) for each chunk, in order, each made
+        when asked for (so the first can leave while the next is copied)."""
         relayed = self.via_relay(shard)
+        sizes = [getattr(p, "nbytes", 0) for p in payloads]
+        if not self.streamed(shard):
+            yield self._push_message(shard, relayed, items, payloads), sum(sizes)
+            return
+        for lo, hi in chunks(sizes, self.chunk_bytes):
+            yield (self._push_message(shard, relayed, items[lo:hi], payloads[lo:hi]),
+                   sum(sizes[lo:hi]))
+
+    def _push_message(self, shard: int, relayed: bool, items: Sequence[Tuple[Any, int]],
+                      payloads: List[Any]) -> Message:
         arrays = as_arrays(payloads) if relayed or self.fast(shard) else None
         batch = self._pack(shard, arrays) if arrays is not None else None
         if batch is not None:
@@ -184,16 +222,43 @@ class Transport:
         return Message(shard, Push.of(items), self.ray.put(payloads))
 
     # ------------------------------------------------------------ pulls
-    def pull(self, groups: Groups, consume: Callable[[Dict[Any, Any]], None]) -> None:
-        """Pull (part, seq) ``groups`` from their shards and hand the values,
-        by (shard, part), to ``consume`` (which copies them out: they may be
-        views of a pull segment). A segment the shard rewrote while it was
-        read is pulled again, through the object store."""
+    def pull(self, groups: Groups, consume: Callable[[Dict[Any, Any], bool], None]) -> None:
+        """Pull (part, seq) ``groups`` (payloads: each part's bytes) from
+        their shards and hand the values, by (shard, part), to
+        ``consume(values, transient)``; ``transient``: they are views of a
+        pull segment, to be copied out during the call.
+
+        Shards on other nodes are pulled in chunks (:meth:`streamed`), each
+        fetched as soon as the shard answers it, on this transport's threads,
+        while the shards on this node are pulled here: ``consume`` is called
+        once per chunk then (never twice at once), and a part it is given
+        may come again (a segment rewritten while it was read is pulled
+        again, through the object store)."""
+        remote = {s: g for s, g in groups.items() if self.streamed(s)}
+        local = {s: g for s, g in groups.items() if s not in remote}
+        if not remote:
+            self._pull_here(local, consume)
+            return
+        lock = threading.Lock()
+
+        def serial(values: Dict[Any, Any], transient: bool) -> None:
+            with lock:
+                consume(values, transient)
+        streaming = self._threads().submit(self._stream_pull, remote, serial)
+        try:
+            if local:
+                self._pull_here(local, serial)
+        finally:
+            streaming.result()
+
+    def _pull_here(self, groups: Groups, consume: Callable[[Dict[Any, Any], bool], None]
+                   ) -> None:
+        """One pull call per shard; from a pull segment where it can."""
         fast = {s: self.fast(s) for s in groups}
         while True:
             values, batches = self._fetch(groups, fast)
             if values is not None:
-                consume(values)
+                consume(values, bool(batches))
                 stale = [s for s, b in batches.items() if not self.reader.still(b)]
                 for b in batches.values():
                     self.reader.done(b)
@@ -203,6 +268,50 @@ class Transport:
                 return
             for s in stale:
                 fast[s] = False
+
+    def _threads(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._pull_pool is None:
+                self._pull_pool = concurrent.futures.ThreadPoolExecutor(
+                    8, thread_name_prefix="mxkv-pull")   # (a pull each: calls of other threads)
+            return self._pull_pool
+
+    def _stream_pull(self, groups: Groups, consume: Callable[[Dict[Any, Any], bool], None]
+                     ) -> None:
+        """Pull ``groups`` chunk by chunk: every chunk's call at once, and
+        each answer fetched from the object store as it comes (at most
+        ``MXKV_STREAM_WINDOW`` at once), handed to ``consume``."""
+        chan = self.chan
+        pieces = [(shard, items[lo:hi]) for shard, (items, sizes) in groups.items()
+                  for lo, hi in chunks(sizes, self.chunk_bytes)]
+
+        def call(shard: int, items: list) -> Call:
+            return Call(shard, lambda inc: chan.shards[shard].pull.remote(
+                inc, self.rank, Pull.of(items), False), "pull")
+
+        def fetch(shard: int, items: list, ref: Any) -> None:
+            arrays = self.ray.get(ref)
+            consume({(shard, name): arr for (name, _), arr in zip(items, arrays)}, False)
+        fetching = []
+        try:
+            for i, reply in chan.stream([call(s, items) for s, items in pieces], "pull"):
+                shard, items = pieces[i]
+                chan.note_durable(shard, [n for n, _ in items], reply.durable)
+                fetching.append(self._fetchers().submit(fetch, shard, items, reply.ref))
+        finally:
+            for f in fetching:
+                f.result()
+
+    def _fetchers(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._fetch_pool is None:
+                # as many as the pushes in flight: Ray's object transfer
+                # shares a link between the objects it moves at once, and a
+                # host's link carries its workers' pushes beside its shards'
+                # answers; an equal share keeps both ends of a round in step
+                self._fetch_pool = concurrent.futures.ThreadPoolExecutor(
+                    self.config.stream_window, thread_name_prefix="mxkv-fetch")
+            return self._fetch_pool
 
     def _fetch(self, groups: Groups, fast: Dict[int, bool]
                ) -> Tuple[Optional[Dict[Any, Any]], Any]:
@@ -243,7 +352,10 @@ class Transport:
 
     def close(self) -> None:
         """Let go of the push segments and pull mappings (the shards are done
-        with them: drained, or the job failed)."""
+        with them: drained, or the job failed), and of the pull threads."""
+        for threads in (self._pull_pool, self._fetch_pool):
+            if threads is not None:
+                threads.shutdown(wait=False)
         for pool in self.pools.values():
             pool.close()
         self.reader.close()
