@@ -50,16 +50,27 @@ def train(kv, mx):
     return outs, sent
 
 
+@pytest.mark.parametrize("transport", ["tcp", "ray"])
 @pytest.mark.parametrize("env", [STREAMED, {**STREAMED, "MXKV_STREAM_WINDOW": "1"},
                                  {**STREAMED, "MXKV_STREAM_CHUNK_BYTES": "0"}],
                          ids=["chunks", "window1", "whole"])
-def test_a_streamed_round_gives_the_local_stores_values(jobs, env):
+def test_a_streamed_round_gives_the_local_stores_values(jobs, env, transport):
+    import ray
+
     job = jobs.job(2, 2)
-    results = jobs.run(job, train, env=env)
+    results = jobs.run(job, train, env={**env, "MXKV_BULK_TRANSPORT": transport})
     want = local_sgd(SHAPES, ROUNDS, value, 2)
     for outs, _ in results:
         for got, w in zip(outs, want):
             np.testing.assert_allclose(got, w, rtol=1e-6)
+    # the chunks' bytes came on the workers' TCP connections (bulk.py); a
+    # round in one message (no chunks), or MXKV_BULK_TRANSPORT=ray: through Ray
+    stats = ray.get([s.stats.remote() for s in job.shards])
+    received = [st["bulk_received"] for st in stats]
+    if transport == "tcp" and env["MXKV_STREAM_CHUNK_BYTES"] != "0":
+        assert all(r >= ROUNDS for r in received), received
+    else:
+        assert received == [0, 0]
     for _, sent in results:
         per_round = len(sent) // ROUNDS
         if env["MXKV_STREAM_CHUNK_BYTES"] == "0":

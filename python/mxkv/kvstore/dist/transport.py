@@ -10,7 +10,13 @@ Three routes, chosen per shard:
 * **the host's relay** (:mod:`.relay`) for dense ``dist_sync`` pushes to a
   shard on another node, when this node runs other workers of the job
   (``MXKV_HOST_AGGREGATION``): handed over through the same push segments;
-* **Ray's object store** for everything else (``ray.put``).
+* **a TCP connection per remote shard** (:mod:`.bulk`, ``MXKV_BULK_TRANSPORT=tcp``,
+  the default) for the chunks of a dense ``dist_sync`` round streamed to a
+  shard on another node: packed into a push segment (kept until durable,
+  like every push), sent from there, and pulled back on the same socket;
+* **Ray's object store** for everything else (``ray.put``): inits,
+  row-sparse and compressed payloads, P3, ``dist_async``, a shard whose
+  connection cannot be made.
 
 :class:`Transport` makes the messages (:class:`~.channel.Message`, which
 the channel sends, keeps and re-sends) and runs the pulls; the store above
@@ -20,18 +26,22 @@ travel between hosts is a change here.
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import os
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .bulk import BulkClient, BulkRef
 from .channel import Call, Channel, Message
 from .config import DistConfig
 from .messages import Init, Pull, PullReply, Push
 from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir
 
 __all__ = ["Transport", "Groups", "chunks"]
+
+log = logging.getLogger("mxkv.kvstore.dist")
 
 #: shard -> (its (part name, tag) items, their payloads); the tag is a
 #: sequence number (push, pull) or a shape (init)
@@ -101,6 +111,12 @@ class Transport:
         self._pull_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._fetch_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         chan.relocate = self.relocate
+        #: a bulk connection per remote shard (None: none can be made);
+        #: the job's secret, asked of the coordinator once
+        self._bulk: Dict[int, Optional[BulkClient]] = {}
+        self._bulk_secret: Optional[bytes] = None
+        if config.bulk_transport == "tcp" and sync:
+            chan.before_submit = self._before_submit
 
     # ------------------------------------------------------------ routes
     def fast(self, shard: int) -> bool:
@@ -132,6 +148,47 @@ class Transport:
         self.chan.relay_incarnation = self.ray.get(relay[0].hello.remote(),
                                                    timeout=fail)["incarnation"]
         return True
+
+    # ------------------------------------------------------------ bulk connections
+    def bulk(self, shard: int) -> Optional[BulkClient]:
+        """The connection for ``shard``'s streamed dense chunks (:mod:`.bulk`),
+        made at the first use; None: they go through the object store (not
+        ``MXKV_BULK_TRANSPORT=tcp``, not ``dist_sync``, or no connection
+        could be made: said once)."""
+        if self.chan.before_submit is None:
+            return None
+        with self._lock:
+            if shard in self._bulk:
+                client = self._bulk[shard]
+                return None if client is None or client.dead else client
+            client = None
+            try:
+                if self._bulk_secret is None:
+                    self._bulk_secret = self.ray.get(self.coord.bulk_secret.remote(),
+                                                     timeout=self.config.timeouts.fail)
+                client = BulkClient(lambda: self.chan.bulk_addr[shard], self._bulk_secret,
+                                    retry_s=max(5.0, self.config.timeouts.dead))
+            except Exception as exc:  # noqa: BLE001 - the object store carries them
+                log.warning("mxkv: worker rank %d cannot connect to server shard %d's bulk "
+                            "listener %s (%s); its chunks go through Ray's object store",
+                            self.rank, shard, self.chan.bulk_addr[shard], exc)
+            self._bulk[shard] = client
+            return client
+
+    def _before_submit(self, msg: Message) -> None:
+        """A push is submitted (again): its bulk bytes go on the shard's
+        connection, or into the object store when there is none now."""
+        ref = msg.ref
+        if not isinstance(ref, BulkRef):
+            return
+        client = self.bulk(msg.shard)
+        if client is not None and client.id == ref.client:
+            client.send(ref)
+            return
+        msg.ref = self.ray.put([np.array(v) for v in ref.arrays or ()])
+        if msg.release is not None:
+            msg.release()
+            msg.release = None
 
     # ------------------------------------------------------------ push segments
     def _pool(self, shard: int) -> PushPool:
@@ -215,8 +272,13 @@ class Transport:
 
     def _push_message(self, shard: int, relayed: bool, items: Sequence[Tuple[Any, int]],
                       payloads: List[Any]) -> Message:
-        arrays = as_arrays(payloads) if relayed or self.fast(shard) else None
+        client = None if relayed or not self.streamed(shard) else self.bulk(shard)
+        arrays = as_arrays(payloads) if relayed or self.fast(shard) or client else None
         batch = self._pack(shard, arrays) if arrays is not None else None
+        if batch is not None and client is not None:
+            # sent from the segment, kept there until durable
+            ref = BulkRef(client.id, client.token(), self.reader.views(batch[0]))
+            return Message(shard, Push.of(items), ref, release=batch[1])
         if batch is not None:
             return Message(shard, Push.of(items), batch[0], release=batch[1], relayed=relayed)
         return Message(shard, Push.of(items), self.ray.put(payloads))
@@ -286,11 +348,21 @@ class Transport:
                   for lo, hi in chunks(sizes, self.chunk_bytes)]
 
         def call(shard: int, items: list) -> Call:
-            return Call(shard, lambda inc: chan.shards[shard].pull.remote(
-                inc, self.rank, Pull.of(items), False), "pull")
+            client = self.bulk(shard)
+
+            def make(inc: str) -> Any:
+                # (a token per call: one made again after a restart is answered anew)
+                bulk = BulkRef(client.id, client.expect()) if client is not None \
+                    and not client.dead else None
+                return chan.shards[shard].pull.remote(inc, self.rank, Pull.of(items), False,
+                                                      bulk)
+            return Call(shard, make, "pull")
 
         def fetch(shard: int, items: list, ref: Any) -> None:
-            arrays = self.ray.get(ref)
+            if isinstance(ref, BulkRef):
+                arrays = self._bulk_answer(shard, items, ref)
+            else:
+                arrays = self.ray.get(ref)
             consume({(shard, name): arr for (name, _), arr in zip(items, arrays)}, False)
         fetching = []
         try:
@@ -301,6 +373,22 @@ class Transport:
         finally:
             for f in fetching:
                 f.result()
+
+    def _bulk_answer(self, shard: int, items: list, ref: BulkRef) -> List[np.ndarray]:
+        """A pull's answer from the shard's connection (sent before the
+        call returned); pulled again through the object store when the
+        connection broke first."""
+        client = self._bulk.get(shard)
+        if client is not None and client.id == ref.client:
+            try:
+                return client.wait(ref.token, self.config.timeouts.fail)
+            except (ConnectionError, TimeoutError):
+                pass
+        chan = self.chan
+        reply, = chan.call([Call(shard, lambda inc: chan.shards[shard].pull.remote(
+            inc, self.rank, Pull.of(items), False), "pull")], "pull")
+        chan.note_durable(shard, [n for n, _ in items], reply.durable)
+        return self.ray.get(reply.ref)
 
     def _fetchers(self) -> concurrent.futures.ThreadPoolExecutor:
         with self._lock:
@@ -356,6 +444,9 @@ class Transport:
         for threads in (self._pull_pool, self._fetch_pool):
             if threads is not None:
                 threads.shutdown(wait=False)
+        for client in self._bulk.values():
+            if client is not None:
+                client.close()
         for pool in self.pools.values():
             pool.close()
         self.reader.close()
