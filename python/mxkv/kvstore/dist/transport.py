@@ -39,7 +39,7 @@ from .config import DistConfig
 from .messages import Init, Pull, PullReply, Push
 from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir
 
-__all__ = ["Transport", "Groups", "chunks"]
+__all__ = ["Transport", "BulkRoutes", "Groups", "chunks"]
 
 log = logging.getLogger("mxkv.kvstore.dist")
 
@@ -62,6 +62,98 @@ def chunks(sizes: Sequence[int], limit: int) -> List[Tuple[int, int]]:
     if lo < len(sizes):
         out.append((lo, len(sizes)))
     return out
+
+
+class BulkRoutes:
+    """A sender's bulk connections (:mod:`.bulk`), one per shard, made at the
+    first use, for the pushes of a channel (a worker's, or a relay's).
+
+    Parameters
+    ----------
+    ray : module
+    chan : Channel
+        Its pushes' bulk bytes are sent when they are submitted (again):
+        :attr:`~.channel.Channel.before_submit` is set here.
+    coord : actor handle
+        The job's coordinator (the job's secret).
+    config : DistConfig
+    who : str
+        The sender, in messages.
+    """
+
+    def __init__(self, ray: Any, chan: Channel, coord: Any, config: DistConfig,
+                 who: str) -> None:
+        self.ray = ray
+        self.chan = chan
+        self.coord = coord
+        self.config = config
+        self.who = who
+        self._lock = threading.Lock()
+        self._clients: Dict[int, Optional[BulkClient]] = {}
+        self._secret: Optional[bytes] = None
+        chan.before_submit = self.before_submit
+
+    def client(self, shard: int) -> Optional[BulkClient]:
+        """The connection to ``shard``'s listener; None: its chunks go through
+        the object store (no connection could be made, said once, or it
+        broke for good)."""
+        with self._lock:
+            if shard in self._clients:
+                client = self._clients[shard]
+                return None if client is None or client.dead else client
+            client = None
+            try:
+                if self._secret is None:
+                    self._secret = self.ray.get(self.coord.bulk_secret.remote(),
+                                                timeout=self.config.timeouts.fail)
+                client = BulkClient(lambda: self.chan.bulk_addr[shard], self._secret,
+                                    retry_s=max(5.0, self.config.timeouts.dead))
+            except Exception as exc:  # noqa: BLE001 - the object store carries them
+                log.warning("mxkv: %s cannot connect to server shard %d's bulk listener %s "
+                            "(%s); its chunks go through Ray's object store", self.who, shard,
+                            self.chan.bulk_addr[shard], exc)
+            self._clients[shard] = client
+            return client
+
+    def ref(self, shard: int, arrays: List[np.ndarray]) -> Optional[BulkRef]:
+        """A push's payload ``arrays`` (kept as they are until durable) as a
+        chunk on ``shard``'s connection; None when there is none."""
+        client = self.client(shard)
+        return None if client is None else BulkRef(client.id, client.token(), arrays)
+
+    def before_submit(self, msg: Message) -> None:
+        """A push is submitted (again): its bulk bytes go on the shard's
+        connection, or into the object store when there is none now."""
+        ref = msg.ref
+        if not isinstance(ref, BulkRef):
+            return
+        client = self.client(msg.shard)
+        if client is not None and client.id == ref.client:
+            client.send(ref)
+            return
+        msg.ref = self.ray.put([np.array(v) for v in ref.arrays or ()])
+        if msg.release is not None:
+            msg.release()
+            msg.release = None
+
+    def answer(self, shard: int, ref: BulkRef, timeout: float) -> Optional[List[np.ndarray]]:
+        """A pull's answer ``ref`` from ``shard``'s connection; None when it
+        broke first (the pull is made again through the object store)."""
+        with self._lock:
+            client = self._clients.get(shard)
+        if client is None or client.id != ref.client:
+            return None
+        try:
+            return client.wait(ref.token, timeout)
+        except (ConnectionError, TimeoutError):
+            return None
+
+    def close(self) -> None:
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            if client is not None:
+                client.close()
 
 
 class Transport:
@@ -111,12 +203,9 @@ class Transport:
         self._pull_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._fetch_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         chan.relocate = self.relocate
-        #: a bulk connection per remote shard (None: none can be made);
-        #: the job's secret, asked of the coordinator once
-        self._bulk: Dict[int, Optional[BulkClient]] = {}
-        self._bulk_secret: Optional[bytes] = None
-        if config.bulk_transport == "tcp" and sync:
-            chan.before_submit = self._before_submit
+        #: a bulk connection per remote shard (:mod:`.bulk`)
+        self.links = BulkRoutes(ray, chan, coord, config, f"worker rank {rank}") \
+            if config.bulk_transport == "tcp" and sync else None
 
     # ------------------------------------------------------------ routes
     def fast(self, shard: int) -> bool:
@@ -148,47 +237,6 @@ class Transport:
         self.chan.relay_incarnation = self.ray.get(relay[0].hello.remote(),
                                                    timeout=fail)["incarnation"]
         return True
-
-    # ------------------------------------------------------------ bulk connections
-    def bulk(self, shard: int) -> Optional[BulkClient]:
-        """The connection for ``shard``'s streamed dense chunks (:mod:`.bulk`),
-        made at the first use; None: they go through the object store (not
-        ``MXKV_BULK_TRANSPORT=tcp``, not ``dist_sync``, or no connection
-        could be made: said once)."""
-        if self.chan.before_submit is None:
-            return None
-        with self._lock:
-            if shard in self._bulk:
-                client = self._bulk[shard]
-                return None if client is None or client.dead else client
-            client = None
-            try:
-                if self._bulk_secret is None:
-                    self._bulk_secret = self.ray.get(self.coord.bulk_secret.remote(),
-                                                     timeout=self.config.timeouts.fail)
-                client = BulkClient(lambda: self.chan.bulk_addr[shard], self._bulk_secret,
-                                    retry_s=max(5.0, self.config.timeouts.dead))
-            except Exception as exc:  # noqa: BLE001 - the object store carries them
-                log.warning("mxkv: worker rank %d cannot connect to server shard %d's bulk "
-                            "listener %s (%s); its chunks go through Ray's object store",
-                            self.rank, shard, self.chan.bulk_addr[shard], exc)
-            self._bulk[shard] = client
-            return client
-
-    def _before_submit(self, msg: Message) -> None:
-        """A push is submitted (again): its bulk bytes go on the shard's
-        connection, or into the object store when there is none now."""
-        ref = msg.ref
-        if not isinstance(ref, BulkRef):
-            return
-        client = self.bulk(msg.shard)
-        if client is not None and client.id == ref.client:
-            client.send(ref)
-            return
-        msg.ref = self.ray.put([np.array(v) for v in ref.arrays or ()])
-        if msg.release is not None:
-            msg.release()
-            msg.release = None
 
     # ------------------------------------------------------------ push segments
     def _pool(self, shard: int) -> PushPool:
@@ -272,13 +320,16 @@ class Transport:
 
     def _push_message(self, shard: int, relayed: bool, items: Sequence[Tuple[Any, int]],
                       payloads: List[Any]) -> Message:
-        client = None if relayed or not self.streamed(shard) else self.bulk(shard)
-        arrays = as_arrays(payloads) if relayed or self.fast(shard) or client else None
+        links = self.links if not relayed and self.streamed(shard) else None
+        if links is not None and links.client(shard) is None:
+            links = None
+        arrays = as_arrays(payloads) if relayed or self.fast(shard) or links else None
         batch = self._pack(shard, arrays) if arrays is not None else None
-        if batch is not None and client is not None:
+        if batch is not None and links is not None:
             # sent from the segment, kept there until durable
-            ref = BulkRef(client.id, client.token(), self.reader.views(batch[0]))
-            return Message(shard, Push.of(items), ref, release=batch[1])
+            ref = links.ref(shard, self.reader.views(batch[0]))
+            if ref is not None:
+                return Message(shard, Push.of(items), ref, release=batch[1])
         if batch is not None:
             return Message(shard, Push.of(items), batch[0], release=batch[1], relayed=relayed)
         return Message(shard, Push.of(items), self.ray.put(payloads))
@@ -348,7 +399,10 @@ class Transport:
                   for lo, hi in chunks(sizes, self.chunk_bytes)]
 
         def call(shard: int, items: list) -> Call:
-            client = self.bulk(shard)
+            # (a host with a relay pulls through the object store: Ray moves
+            # a round's snapshot to the host once for all of its workers)
+            client = self.links.client(shard) if self.links is not None \
+                and not self.relayed else None
 
             def make(inc: str) -> Any:
                 # (a token per call: one made again after a restart is answered anew)
@@ -378,12 +432,10 @@ class Transport:
         """A pull's answer from the shard's connection (sent before the
         call returned); pulled again through the object store when the
         connection broke first."""
-        client = self._bulk.get(shard)
-        if client is not None and client.id == ref.client:
-            try:
-                return client.wait(ref.token, self.config.timeouts.fail)
-            except (ConnectionError, TimeoutError):
-                pass
+        got = None if self.links is None else \
+            self.links.answer(shard, ref, self.config.timeouts.fail)
+        if got is not None:
+            return got
         chan = self.chan
         reply, = chan.call([Call(shard, lambda inc: chan.shards[shard].pull.remote(
             inc, self.rank, Pull.of(items), False), "pull")], "pull")
@@ -444,9 +496,8 @@ class Transport:
         for threads in (self._pull_pool, self._fetch_pool):
             if threads is not None:
                 threads.shutdown(wait=False)
-        for client in self._bulk.values():
-            if client is not None:
-                client.close()
+        if self.links is not None:
+            self.links.close()
         for pool in self.pools.values():
             pool.close()
         self.reader.close()
