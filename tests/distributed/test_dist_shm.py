@@ -129,17 +129,21 @@ def pushes_ahead_then_pulls(kv, mx, rounds):
     return [o.asnumpy() for o in outs], segments, files
 
 
-@pytest.mark.parametrize("shm", ["1", "0"])
+@pytest.mark.parametrize("shm", ["1", "0", "0-ray"])
 def test_rounds_pushed_ahead_give_the_closed_form_on_both_paths(jobs, shm):
     rounds = 5
     job = jobs.job(2, 2)
-    results = jobs.run(job, pushes_ahead_then_pulls, rounds, env={"MXKV_SHM": shm, **SPLIT})
+    # without shared memory, chunks go over TCP (bulk.py, sent from push
+    # segments) or, with MXKV_BULK_TRANSPORT=ray, through the object store
+    results = jobs.run(job, pushes_ahead_then_pulls, rounds,
+                       env={"MXKV_SHM": shm[0], **SPLIT,
+                            "MXKV_BULK_TRANSPORT": "ray" if shm == "0-ray" else "tcp"})
     want = 3.0 * rounds    # the last round: (1 + 2) * rounds
     for outs, segments, files in results:
         for o in outs:
             np.testing.assert_array_equal(o, want)
-        if shm == "1":
-            assert segments >= 2 and files   # the shared path was taken, to both shards
+        if shm != "0-ray":
+            assert segments >= 2 and files   # segments for both shards
         else:
             assert segments == 0
 
