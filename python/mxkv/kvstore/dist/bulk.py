@@ -163,6 +163,8 @@ class _Conn:
         self.client = client
         self.lock = threading.Lock()   # (frames are sent whole)
         self.alive = True
+        #: chunks received whole, not yet acknowledged (:meth:`BulkServer._ack`)
+        self.acks: List[int] = []
 
 
 class BulkServer:
@@ -235,8 +237,7 @@ class BulkServer:
                 if kind != PUSH:
                     raise ConnectionError("a client sent a frame that is not a push")
                 self._deliver((client, token), arrays)
-                with conn.lock:
-                    sock.sendall(encode_header(ACK, token, ()))
+                self._ack(conn, token)
         except (OSError, ConnectionError, struct.error):
             pass
         finally:
@@ -246,6 +247,25 @@ class BulkServer:
                     if self._conns.get(conn.client) is conn:
                         del self._conns[conn.client]
             sock.close()
+
+    def _ack(self, conn: _Conn, token: int) -> None:
+        """Acknowledge a chunk, unless a pull's answer is being sent on the
+        connection: its sender acknowledges it after (this thread goes
+        back to reading pushes instead of waiting for the answer)."""
+        with self._lock:
+            conn.acks.append(token)
+        if conn.lock.acquire(blocking=False):
+            try:
+                self._flush_acks(conn)
+            finally:
+                conn.lock.release()
+
+    def _flush_acks(self, conn: _Conn) -> None:
+        """Send the pending acknowledgements (holding ``conn.lock``)."""
+        with self._lock:
+            acks, conn.acks = conn.acks, []
+        for token in acks:
+            conn.sock.sendall(encode_header(ACK, token, ()))
 
     def _deliver(self, key: Tuple[bytes, int], arrays: List[np.ndarray]) -> None:
         with self._lock:
@@ -303,6 +323,7 @@ class BulkServer:
         try:
             with conn.lock:
                 send_frame(conn.sock, PULL, token, arrays)
+                self._flush_acks(conn)
             return True
         except OSError:
             conn.alive = False
