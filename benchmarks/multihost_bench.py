@@ -66,8 +66,11 @@ def _rate_bits(rate: str) -> float:
     return float(r[:-1]) * units[r[-1]] if r[-1] in units else float(r)
 
 
-def floor_s(hosts: int, rate: str) -> float:
-    """Seconds one link needs per iteration, each way: 2 (H-1)/H of the gradients."""
+def floor_s(hosts: int, rate: str) -> Optional[float]:
+    """Seconds one link needs per iteration, each way: 2 (H-1)/H of the
+    gradients (None on an unshaped link)."""
+    if rate.lower() == "none":
+        return None
     return 2 * (hosts - 1) / hosts * GRAD_BYTES * 8 / _rate_bits(rate)
 
 
@@ -137,9 +140,15 @@ def run_mxkv(bed: Bed, per_host: int, a) -> Dict:
     cmd = launch_command("mxkv", workers, bed.n, bed.python,
                          os.path.join(HERE, "dist_worker.py"),
                          ["--module", "mxkv", "--groups", str(a.mxkv_groups)],
-                         flags=["--launcher", "ray", "--workers-per-host", str(per_host)])
+                         flags=["--launcher", "ray", "--workers-per-host", str(per_host)]
+                         + [x for kv in a.mxkv_env for x in ("--env", kv)])
     cmd = bed.cmd(0, cmd + ["--iters", str(a.iters), "--warmup", str(a.warmup)], HERE)
-    with run_job(cmd, "multihost-mxkv", env={**os.environ, **bed.ray_env()},
+    # the shards' checkpoints in a directory every host sees (the bed's; a
+    # fresh one a job): a shard on host 1 must find the job's mxkv-job.json,
+    # which the launcher writes on host 0
+    ckpt = tempfile.mkdtemp(prefix="ckpt-", dir=bed.dir)
+    with run_job(cmd, "multihost-mxkv", env={**os.environ, **bed.ray_env(),
+                                             "MXKV_CHECKPOINT_DIR": ckpt},
                  timeout=900) as job:
         return {**job.data, "other_ranks": job.ranks}
 
@@ -191,7 +200,10 @@ def run_mxnet(bed: Bed, per_host: int, a, mxnet_py: str) -> Dict:
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--rate", default="1gbit")
+    p.add_argument("--rate", default="1gbit",
+                   help="each host's link, tc notation; 'none': unshaped (the CPUs are the "
+                   "limit: reported as gradient bytes per second per core, results in "
+                   "multihost-unshaped.*)")
     p.add_argument("--reps", type=int, default=1)
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
@@ -199,6 +211,9 @@ def main() -> int:
     p.add_argument("--mxkv-groups", type=int, default=1,
                    help="mxkv's workers push key group k+1 before pulling group k "
                    "(dist_worker.py --groups): the overlap a chunked data path would give")
+    p.add_argument("--mxkv-env", action="append", default=[], metavar="NAME=VALUE",
+                   help="a variable for mxkv's workers (mxkv launch --env), e.g. "
+                   "MXKV_STREAM_CHUNK_BYTES=8388608; repeatable")
     p.add_argument("--mxnet-python", default=os.path.join(
         os.environ.get("MXNET_VENV", os.path.join(ROOT, ".venv-mxnet")), "bin", "python"))
     p.add_argument("--torch-python", default=None)
@@ -210,10 +225,12 @@ def main() -> int:
         (torch_python() if "gloo" in sides else None)
     if torch_py is None:
         sides = [s for s in sides if s != "gloo"]
-    rate_bits = _rate_bits(a.rate)
+    unshaped = a.rate.lower() == "none"
+    rate_bits = None if unshaped else _rate_bits(a.rate)
+    stem = "multihost-unshaped" if unshaped else "multihost"
     results: Dict[str, Dict[str, List[Dict]]] = {r[0]: {s: [] for s in sides} for r in rows}
     loads = []
-    with Bed(max(h for _, h, _ in rows), rate=a.rate) as bed:
+    with Bed(max(h for _, h, _ in rows), rate=None if unshaped else a.rate) as bed:
         tempfile.tempdir = bed.dir   # run_job's scratch: seen by every host
         sampler = Sampler(bed)
         try:
@@ -233,10 +250,10 @@ def main() -> int:
                                   f"{statistics.median(r['push_s']) * 1e3:.0f} ms, pull + "
                                   f"waitall {statistics.median(r['pull_s']) * 1e3:.0f} ms",
                                   flush=True)
-                        r["links"] = sampler.window(*r["loop_wall"], rate_bits)
-                        r["timeline"] = [s for s in sampler.samples
+                        r["links"] = sampler.window(*r["loop_wall"], rate_bits or float("inf"))
+                        r["timeline"] = [[round(s[0], 3), s[1]] for s in sampler.samples
                                          if r["loop_wall"][0] <= s[0] <= r["loop_wall"][1]]
-                        if "start_wall" in r:   # mxkv's and MXNet's workers say when
+                        if "start_wall" in r and rate_bits:   # mxkv's and MXNet's workers say when
                             r["directions"] = sampler.directions(
                                 r["start_wall"], r["loop_wall"][1], 0, rate_bits)
                             print("  host 0's link per iteration (median s): " + ", ".join(
@@ -261,6 +278,8 @@ def main() -> int:
         for side in sides:
             runs = results[name][side]
             row[f"{side}_s"] = statistics.median([r["median_s"] for r in runs])
+            # the gradient's bytes reduced per second, per core of the machine
+            row[f"{side}_mb_s_per_core"] = GRAD_BYTES / row[f"{side}_s"] / os.cpu_count() / 1e6
             links = [x for r in runs for x in r["links"]]
             if links:
                 row[f"{side}_mb_per_it"] = max(max(x["tx"], x["rx"]) for x in links) / \
@@ -277,21 +296,24 @@ def main() -> int:
             "warmup": a.warmup, "load_avg_1min": [min(loads, default=0),
                                                   max(loads, default=0)]}
     os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "multihost.json"), "w") as f:
+    with open(os.path.join(RESULTS, f"{stem}.json"), "w") as f:
         json.dump({"meta": meta, "rows": table,
                    "raw": {k: {s: [{x: r[x] for x in ("times_s", "links", "push_s", "pull_s",
                                                 "start_wall", "other_ranks", "directions")
+                                    + (("timeline",) if s == "mxkv" else ())   # (the counters)
                                     if x in r} for r in v[s]]
-                               for s in v} for k, v in results.items()}}, f, indent=1)
+                               for s in v} for k, v in results.items()}}, f)
     md = _markdown(meta, table, sides)
-    with open(os.path.join(RESULTS, "multihost.md"), "w") as f:
+    with open(os.path.join(RESULTS, f"{stem}.md"), "w") as f:
         f.write(md)
     print(md)
-    _plot(table, sides, a.mxnet_python)
+    _plot(table, sides, a.mxnet_python, stem, a.rate)
     return 0
 
 
 def _markdown(meta: Dict, table: List[Dict], sides: List[str]) -> str:
+    if meta["rate"].lower() == "none":
+        return _markdown_unshaped(meta, table, sides)
     lo, hi = meta["load_avg_1min"]
     lines = [f"Across emulated hosts ({meta['date']}, {meta['cpus']} CPUs, {meta['rate']} per "
              f"host each way, 1-minute load average {lo:.2f}-{hi:.2f}; {meta['reps']} run(s) "
@@ -327,11 +349,41 @@ def _markdown(meta: Dict, table: List[Dict], sides: List[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _plot(table: List[Dict], sides: List[str], python: str) -> None:
-    """results/multihost.png, drawn by an interpreter that has matplotlib
+def _markdown_unshaped(meta: Dict, table: List[Dict], sides: List[str]) -> str:
+    """The table of a run on unshaped links: the CPUs are the limit."""
+    lo, hi = meta["load_avg_1min"]
+    lines = [f"Across emulated hosts, links unshaped ({meta['date']}, {meta['cpus']} CPUs, "
+             f"1-minute load average {lo:.2f}-{hi:.2f}; {meta['reps']} run(s) a side, median "
+             f"of {meta['iters']} iterations after {meta['warmup']})", "",
+             "| row | workers | " + " | ".join(f"{s} ms" for s in sides) + " | "
+             + " | ".join(f"{s} MB/s per core" for s in sides) + " | mxkv/gloo | mxkv/MXNet | "
+             + " | ".join(f"{s} MB/it/link" for s in sides) + " |",
+             "|" + "---|" * (4 + 3 * len(sides))]
+    for t in table:
+        def get(k: str, fmt: str, scale: float = 1.0, t: Dict = t) -> str:
+            v: Optional[float] = t.get(k)
+            return "-" if v is None else fmt.format(v * scale)
+        ratios = [t["mxkv_s"] / t[f"{o}_s"] if "mxkv_s" in t and f"{o}_s" in t else None
+                  for o in ("gloo", "mxnet")]
+        cells = [f"`{t['name']}`", str(t["workers"])]
+        cells += [get(f"{s}_s", "{:.0f}", 1e3) for s in sides]
+        cells += [get(f"{s}_mb_s_per_core", "{:.0f}") for s in sides]
+        cells += ["-" if v is None else f"{v:.2f}" for v in ratios]
+        cells += [get(f"{s}_mb_per_it", "{:.0f}") for s in sides]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "MB/s per core: ResNet-50's 102 MB of gradients reduced per second, over "
+              "the machine's cores (every host's processes share them)."]
+    return "\n".join(lines) + "\n"
+
+
+def _plot(table: List[Dict], sides: List[str], python: str, stem: str = "multihost",
+          rate: str = "1gbit") -> None:
+    """results/<stem>.png, drawn by an interpreter that has matplotlib
     (this one, else MXNet's venv's)."""
     data = json.dumps({"rows": table, "sides": sides,
-                       "out": os.path.join(RESULTS, "multihost.png")})
+                       "title": "2 emulated hosts, " + ("links unshaped" if rate == "none"
+                                                        else f"{rate} each"),
+                       "out": os.path.join(RESULTS, f"{stem}.png")})
     code = """
 import json, sys
 import matplotlib
@@ -342,12 +394,12 @@ rows, sides = d["rows"], d["sides"] + ["floor"]
 fig, ax = plt.subplots(figsize=(6.5, 4.2))
 w = 0.8 / len(sides)
 for j, s in enumerate(sides):
-    ys = [r.get(s + "_s") or 0 for r in rows]
+    ys = [r.get(s + "_s") or 0 for r in rows]   # (no floor unshaped: 0)
     ax.bar([i + j * w for i in range(len(rows))], [y * 1e3 for y in ys], w, label=s)
 ax.set_xticks([i + 0.4 - w / 2 for i in range(len(rows))])
 ax.set_xticklabels([f"{r['name']} ({r['workers']} workers)" for r in rows])
 ax.set_ylabel("ms per iteration (push + pull, ResNet-50)")
-ax.set_title("2 emulated hosts, 1 Gbit/s each")
+ax.set_title(d["title"])
 ax.legend(fontsize=8)
 fig.tight_layout()
 fig.savefig(d["out"], dpi=110)

@@ -21,3 +21,17 @@ def local_sgd(shapes, rounds, value, workers):
     outs = [mx.nd.zeros(s) for s in shapes]
     local.pull(keys, out=outs)
     return [o.asnumpy() for o in outs]
+
+
+def sgd_rounds(kv, mx, shapes, rounds, value):
+    """On a dist store ``kv``: keys ``0..len(shapes)-1`` initialised to
+    ones, SGD as :func:`local_sgd` on the servers, ``rounds`` rounds of
+    pushing ``value(kv.rank, i, shape)`` and pulling; the pulled values."""
+    keys = list(range(len(shapes)))
+    kv.init(keys, [mx.nd.array(np.full(s, 1.0, np.float32)) for s in shapes])
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.01, momentum=0.9))
+    outs = [mx.nd.zeros(s) for s in shapes]
+    for i in range(rounds):
+        kv.push(keys, [mx.nd.array(value(kv.rank, i, s)) for s in shapes])
+        kv.pull(keys, out=outs)
+    return [o.asnumpy() for o in outs]

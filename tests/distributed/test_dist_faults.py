@@ -114,8 +114,9 @@ def test_a_dead_worker_fails_the_others_calls_naming_its_rank(jobs):
     assert dead == 1
 
 
+@pytest.mark.parametrize("path", ["default", "streamed", "streamed-ray"])
 def test_a_killed_shard_restarts_from_its_checkpoint_with_equal_results(
-        jobs, monkeypatch, tmp_path):
+        jobs, monkeypatch, tmp_path, path):
     import ray
 
     monkeypatch.setenv("MXKV_CHECKPOINT_ROUNDS", "3")
@@ -124,15 +125,27 @@ def test_a_killed_shard_restarts_from_its_checkpoint_with_equal_results(
     resume = str(tmp_path / "resume")
     job = jobs.job(2, 2)
     refs = jobs.submit(job, long_run, rounds, shapes, pause, resume,
-                       env={"MXNET_KVSTORE_BIGARRAY_BOUND": "100"})
+                       env={"MXNET_KVSTORE_BIGARRAY_BOUND": "100",
+                            # (without shared memory: chunks of about 2 parts, in flight
+                            # when the shard dies)
+                            # (streamed: their bytes on a TCP connection to the
+                            # shard, bulk.py, which the kill breaks mid-stream)
+                            **({"MXKV_SHM": "0", "MXKV_STREAM_CHUNK_BYTES": "400",
+                                "MXKV_BULK_TRANSPORT": "ray" if path == "streamed-ray"
+                                else "tcp"} if path.startswith("streamed") else {})})
     victim = job.shards[0]
     before = ray.get(victim.stats.remote())
     wait_until(lambda: ray.get(victim.stats.remote())["rounds"].get(0, 0) >= pause,
                f"round {pause} of key 0 at shard 0", timeout=240)
+    by_tcp = ray.get(victim.stats.remote())["bulk_received"]
     os.kill(before["pid"], signal.SIGKILL)
     open(resume, "w").close()   # the workers' next pushes meet a dead shard
     results = ray.get(refs, timeout=300)   # (a restart starts a process: slow on a busy machine)
     after = ray.get(victim.stats.remote())
+    if path == "streamed":   # before and after the restart, the chunks came by TCP
+        assert by_tcp > 0 and after["bulk_received"] > 0 and after["bulk"] != before["bulk"]
+    else:
+        assert by_tcp == 0 and after["bulk_received"] == 0
     assert after["pid"] != before["pid"] and after["restored"]
     assert after["incarnation"] != before["incarnation"]
     assert after["rounds"][0] == rounds

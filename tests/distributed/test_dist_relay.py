@@ -124,9 +124,17 @@ def check_values(results):
             np.testing.assert_allclose(got, w, rtol=1e-6)
 
 
-def test_the_hosts_relay_sends_the_shard_one_push_per_round(two_nodes):
-    results, shards, relays = run_job(two_nodes, "relay")
+@pytest.mark.parametrize("transport", ["tcp", "ray"])
+def test_the_hosts_relay_sends_the_shard_one_push_per_round(two_nodes, transport):
+    results, shards, relays = run_job(two_nodes, f"relay{transport}",
+                                      {"MXKV_BULK_TRANSPORT": transport})
     check_values(results)
+    # the relay's sums came on its TCP connections (bulk.py), one chunk or
+    # more per round and shard (the workers pull through Ray: a relay's host)
+    if transport == "tcp":
+        assert all(s["bulk_received"] >= ROUNDS for s in shards), shards
+    else:
+        assert [s["bulk_received"] for s in shards] == [0, 0]
     head, _ = two_nodes
     assert list(relays) == [head]
     stats = relays[head]
@@ -144,6 +152,8 @@ def test_the_hosts_relay_sends_the_shard_one_push_per_round(two_nodes):
 def test_without_host_aggregation_each_worker_pushes_to_the_shard(two_nodes):
     results, shards, relays = run_job(two_nodes, "norelay", {"MXKV_HOST_AGGREGATION": "0"})
     check_values(results)
+    # each worker's chunks on its own TCP connection to each shard
+    assert all(s["bulk_received"] >= 2 * ROUNDS for s in shards), shards
     assert relays == {}
     arrivals = [a for s in shards for a in s["arrivals"]]
     assert sorted({r for r, _ in arrivals}) == [0, 1]

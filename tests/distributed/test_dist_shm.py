@@ -71,7 +71,8 @@ def test_a_pinned_publication_is_not_written_over_and_goes_once_unpinned(tmp_pat
     assert os.listdir(tmp_path) == []
 
 
-def test_a_push_pool_keeps_a_few_free_segments_and_removes_the_rest(tmp_path):
+def test_a_push_pool_keeps_a_few_free_segments_and_removes_the_rest(tmp_path, monkeypatch):
+    monkeypatch.setattr(PushPool, "MAX_FREE_BYTES", 0)    # (the count alone)
     pool = PushPool(str(tmp_path), "w0-s0")
     held = [pool.pack([np.full(8, i, np.float32)]) for i in range(7)]   # a burst in flight
     assert pool.segments == 7 and len(os.listdir(tmp_path)) == 7
@@ -83,6 +84,22 @@ def test_a_push_pool_keeps_a_few_free_segments_and_removes_the_rest(tmp_path):
     batch, release = pool.pack([np.ones(8, np.float32)])   # reuses one of them
     assert pool.segments == PushPool.MAX_FREE and batch.path in {
         os.path.join(str(tmp_path), f) for f in os.listdir(tmp_path)}
+    pool.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_push_pool_keeps_free_segments_within_its_byte_budget(tmp_path, monkeypatch):
+    # a round's chunks (7 segments) come back together once durable: all kept,
+    # and the next round's chunks reuse them; past the budget they go
+    monkeypatch.setattr(PushPool, "MAX_FREE_BYTES", 6 * (HEADER + 4096))
+    pool = PushPool(str(tmp_path), "w0-s0")
+    held = [pool.pack([np.full(1024, i, np.float32)]) for i in range(7)]
+    paths = {b.path for b, _ in held}
+    for _, release in held:
+        release()
+    assert pool.segments == 6 == len(os.listdir(tmp_path))   # the 7th went past the budget
+    again = [pool.pack([np.zeros(1024, np.float32)]) for _ in range(6)]
+    assert {b.path for b, _ in again} <= paths and pool.segments == 6   # none made anew
     pool.close()
     assert os.listdir(tmp_path) == []
 
@@ -112,17 +129,21 @@ def pushes_ahead_then_pulls(kv, mx, rounds):
     return [o.asnumpy() for o in outs], segments, files
 
 
-@pytest.mark.parametrize("shm", ["1", "0"])
+@pytest.mark.parametrize("shm", ["1", "0", "0-ray"])
 def test_rounds_pushed_ahead_give_the_closed_form_on_both_paths(jobs, shm):
     rounds = 5
     job = jobs.job(2, 2)
-    results = jobs.run(job, pushes_ahead_then_pulls, rounds, env={"MXKV_SHM": shm, **SPLIT})
+    # without shared memory, chunks go over TCP (bulk.py, sent from push
+    # segments) or, with MXKV_BULK_TRANSPORT=ray, through the object store
+    results = jobs.run(job, pushes_ahead_then_pulls, rounds,
+                       env={"MXKV_SHM": shm[0], **SPLIT,
+                            "MXKV_BULK_TRANSPORT": "ray" if shm == "0-ray" else "tcp"})
     want = 3.0 * rounds    # the last round: (1 + 2) * rounds
     for outs, segments, files in results:
         for o in outs:
             np.testing.assert_array_equal(o, want)
-        if shm == "1":
-            assert segments >= 2 and files   # the shared path was taken, to both shards
+        if shm != "0-ray":
+            assert segments >= 2 and files   # segments for both shards
         else:
             assert segments == 0
 

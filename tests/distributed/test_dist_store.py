@@ -333,9 +333,16 @@ def test_optimizer_on_the_servers_equals_a_local_store(jobs):
             np.testing.assert_array_equal(got, want.asnumpy())
 
 
-def test_async_applies_each_push_and_needs_an_optimizer(jobs):
+# the data path to a shard on another node, taken here: no shared memory,
+# each round's messages in chunks of a part or two (transport.py)
+STREAMED = {"MXKV_SHM": "0", "MXKV_STREAM_CHUNK_BYTES": "64"}
+
+
+@pytest.mark.parametrize("path", ["default", "streamed"])
+def test_async_applies_each_push_and_needs_an_optimizer(jobs, path):
     job = jobs.job(2, 1)
-    results = jobs.run(job, async_sgd, 5, kind="dist_async")
+    results = jobs.run(job, async_sgd, 5, kind="dist_async",
+                       env=STREAMED if path == "streamed" else None)
     for refused, _, final in results:
         assert refused is not None and "set_optimizer" in refused
         assert final == [10 - 0.5 * 5 * (1 + 2)] * 4
@@ -345,12 +352,14 @@ def test_async_applies_each_push_and_needs_an_optimizer(jobs):
             assert v <= 10 - 0.5 * (rank + 1) * (i + 1) + 1e-6
 
 
-def test_two_bit_compression_on_the_wire(jobs):
+@pytest.mark.parametrize("path", ["default", "streamed"])
+def test_two_bit_compression_on_the_wire(jobs, path):
     from mxkv.kvstore.compression import GradientCompression
 
     shape = (40, 30)   # split over both shards: each part quantized apart
     job = jobs.job(2, 2)
-    results = jobs.run(job, compressed_rounds, 3, shape, env=SPLIT)
+    results = jobs.run(job, compressed_rounds, 3, shape,
+                       env={**SPLIT, **(STREAMED if path == "streamed" else {})})
     gc = GradientCompression.create({"type": "2bit", "threshold": 0.5})
     rngs = [np.random.RandomState(100 + r) for r in range(2)]
     res = [np.zeros(shape, np.float32) for _ in range(2)]
@@ -364,10 +373,11 @@ def test_two_bit_compression_on_the_wire(jobs):
     assert set(np.unique(results[0][0])) <= {-1.0, -0.5, 0.0, 0.5, 1.0}
 
 
-def test_row_sparse_push_and_row_sparse_pull(jobs):
+@pytest.mark.parametrize("path", ["default", "streamed"])
+def test_row_sparse_push_and_row_sparse_pull(jobs, path):
     job = jobs.job(2, 2)
     for dense, idx, pull_error in jobs.run(job, row_sparse, env={
-            "MXNET_KVSTORE_BIGARRAY_BOUND": "4"}):
+            "MXNET_KVSTORE_BIGARRAY_BOUND": "4", **(STREAMED if path == "streamed" else {})}):
         assert idx == [0, 2, 5]
         assert dense == [[1, 1], [0, 0], [3, 3], [0, 0], [0, 0], [2, 2]]
         assert "row_sparse_pull" in pull_error

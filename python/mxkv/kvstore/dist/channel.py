@@ -26,9 +26,10 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ...base import DeadNodeError, MXNetError, MXNetTimeoutError, ShardFailedError
+from .bulk import BulkLost
 from .job import NAMESPACE, Timeouts, shard_name
 from .messages import Init, Push, Rank, ShardRestarted
 
@@ -108,6 +109,11 @@ class Channel:
         #: ``relocate(msg)``: makes a kept message's payload reachable from
         #: another node (set by the worker; called when a shard moved)
         self.relocate: Optional[Callable[[Message], None]] = None
+        #: ``before_submit(msg)``: called each time a push is submitted (the
+        #: worker's transport sends its bulk bytes then, :mod:`.bulk`)
+        self.before_submit: Optional[Callable[[Message], None]] = None
+        #: each shard's bulk listener (host, port), or None (:mod:`.bulk`)
+        self.bulk_addr: List[Optional[Tuple[str, int]]] = [None] * num_shards
         self.kept: List[List[Message]] = [[] for _ in range(num_shards)]
         #: (shard, part) -> its durable round: a big key's parts on different
         #: shards share its name, and each shard checkpoints on its own
@@ -120,6 +126,7 @@ class Channel:
         for i, h in enumerate(hellos):
             self.incarnation[i] = h["incarnation"]
             self.nodes[i] = h.get("node")
+            self.bulk_addr[i] = h.get("bulk")
 
     def _lookup(self, index: int) -> Any:
         deadline = time.monotonic() + self.timeouts.fail
@@ -147,6 +154,8 @@ class Channel:
         inc = self.incarnation[msg.shard]
         if isinstance(msg.parts, Init):
             return shard.init.remote(inc, msg.parts, msg.ref)
+        if self.before_submit is not None and not msg.relayed:
+            self.before_submit(msg)
         if msg.relayed:
             return self.relay.push.remote(self.relay_incarnation, self.rank, msg.shard, inc,
                                           msg.parts, msg.ref)
@@ -176,6 +185,10 @@ class Channel:
                 durable = self.ray.get(ref)
             except Exception as exc:  # noqa: BLE001 - sorted out below
                 cause = _cause(exc)
+                if isinstance(cause, BulkLost):   # its bytes are sent again with it
+                    with self.lock:
+                        self._resend([msg])
+                    continue
                 if self._is_restart(exc):
                     if msg.relayed:
                         self.resync_relay()
@@ -242,6 +255,27 @@ class Channel:
             todo = retry
         return results
 
+    def stream(self, calls: List[Call], what: str) -> Iterator[Tuple[int, Any]]:
+        """:meth:`call`, yielding (index, result) as each call finishes
+        (a restarted shard's calls are made again and come later)."""
+        for c in calls:
+            c.ref = c.make(self.incarnation[c.shard])
+        todo = {c.ref: i for i, c in enumerate(calls)}
+        while todo:
+            for ref in self._wait_refs(list(todo), what, any_of=True):
+                i = todo.pop(ref)
+                c = calls[i]
+                try:
+                    result = self.ray.get(ref)
+                except Exception as exc:  # noqa: BLE001
+                    if self._is_restart(exc):
+                        self.resync(c.shard)
+                        c.ref = c.make(self.incarnation[c.shard])
+                        todo[c.ref] = i
+                        continue
+                    raise self._translate(exc, c.what) from None
+                yield i, result
+
     def _is_restart(self, exc: BaseException) -> bool:
         cause = _cause(exc)
         if isinstance(cause, ShardRestarted):
@@ -257,10 +291,11 @@ class Channel:
         return MXNetError(f"{what} failed on a server shard: {cause}")
 
     # ------------------------------------------------------------ waiting
-    def _wait_refs(self, refs: List[Any], what: str) -> None:
-        """Wait for every ref, logging stalls and failing past the fail timeout."""
+    def _wait_refs(self, refs: List[Any], what: str, any_of: bool = False) -> List[Any]:
+        """Wait for every ref (``any_of``: for one at least; returns those
+        done), logging stalls and failing past the fail timeout."""
         if not refs:
-            return
+            return []
         t = self.timeouts
         start = time.monotonic()
         next_stall = start + t.stall
@@ -269,14 +304,19 @@ class Channel:
         while pending:
             now = time.monotonic()
             timeout = max(0.0, min(next_stall, deadline) - now)
-            if self.relay is not None:
+            watch = self.relay is not None or self.before_submit is not None
+            if watch:
                 # what this call waits for may need a push the relay lost
-                # in a restart: look at the pushes' answers meanwhile
+                # in a restart, or whose bulk bytes were lost (:mod:`.bulk`):
+                # look at the pushes' answers meanwhile
                 timeout = min(timeout, 0.25)
-            _, pending = self.ray.wait(pending, num_returns=len(pending), timeout=timeout)
+            ready, pending = self.ray.wait(pending, num_returns=1 if any_of else len(pending),
+                                           timeout=timeout)
+            if any_of and ready:
+                return ready
             if not pending:
-                return
-            if self.relay is not None:
+                break
+            if watch:
                 self.reap()
             now = time.monotonic()
             if now >= deadline:
@@ -293,6 +333,7 @@ class Channel:
                 log.warning("mxkv %s: %s has waited %.1f s; %s", what, self.who,
                             now - start, self.stall_report())
                 next_stall += t.stall
+        return refs
 
     def stall_report(self) -> str:
         """Which ranks have not pushed which keys, from the shards."""
@@ -361,6 +402,7 @@ class Channel:
                 self.incarnation[index] = info["incarnation"]
                 moved = info.get("node") != self.nodes[index]
                 self.nodes[index] = info.get("node")
+                self.bulk_addr[index] = info.get("bulk")
                 if moved and self.relocate is not None:
                     for m in self.kept[index]:
                         self.relocate(m)

@@ -21,6 +21,13 @@ MXKV_SHM                        1          the same-host shared-memory path (:mo
 MXKV_SHM_PUBLISH_BYTES          4 GiB      a shard's pull segments at most
 MXKV_HOST_AGGREGATION           1          one relay per host (:mod:`.relay`)
 MXKV_P3_WINDOW_BYTES            8 MiB      P3's bytes in flight (:mod:`.p3`)
+MXKV_STREAM_CHUNK_BYTES         8 MiB      a round's pushes and pulls to a shard on
+                                           another node go in chunks of whole parts
+                                           of about this size (0: one message)
+MXKV_STREAM_WINDOW              2          such chunks in flight per worker (and relay)
+MXKV_BULK_TRANSPORT             tcp        how a streamed dense round's bytes travel:
+                                           ``tcp`` (:mod:`.bulk`) or ``ray`` (the
+                                           object store)
 MXNET_KVSTORE_BIGARRAY_BOUND    1000000    elements from which a key is split over
                                            every shard (MXNet's)
 MXNET_KVSTORE_SLICE_THRESHOLD   40000      P3's slice size, in elements (MXNet's)
@@ -45,6 +52,8 @@ __all__ = ["DistConfig", "Timeouts", "DEFAULT_P3_WINDOW"]
 
 #: P3's default window (bytes in flight)
 DEFAULT_P3_WINDOW = 8 << 20
+#: the default chunk of a round streamed to a shard on another node
+DEFAULT_STREAM_CHUNK = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,9 @@ class DistConfig:
     shm_publish_bytes: int = 4 << 30
     host_aggregation: bool = True
     p3_window_bytes: int = DEFAULT_P3_WINDOW
+    stream_chunk_bytes: int = DEFAULT_STREAM_CHUNK
+    stream_window: int = 2
+    bulk_transport: str = "tcp"
     bigarray_bound: int = 1000 * 1000
     slice_threshold: int = 40 * 1000
     checkpoint_dir: str = ""
@@ -107,6 +119,10 @@ class DistConfig:
             shm_publish_bytes=env("MXKV_SHM_PUBLISH_BYTES", 4 << 30, int, minimum=1),
             host_aggregation=bool(env("MXKV_HOST_AGGREGATION", 1, int, minimum=0)),
             p3_window_bytes=env("MXKV_P3_WINDOW_BYTES", DEFAULT_P3_WINDOW, int, minimum=0),
+            stream_chunk_bytes=env("MXKV_STREAM_CHUNK_BYTES", DEFAULT_STREAM_CHUNK, int,
+                                   minimum=0),
+            stream_window=env("MXKV_STREAM_WINDOW", 2, int, minimum=1),
+            bulk_transport=_bulk_mode(env("MXKV_BULK_TRANSPORT", "tcp")),
             bigarray_bound=env("MXNET_KVSTORE_BIGARRAY_BOUND", 1000 * 1000, int, minimum=1),
             slice_threshold=env("MXNET_KVSTORE_SLICE_THRESHOLD", 40 * 1000, int, minimum=1),
             checkpoint_dir=env("MXKV_CHECKPOINT_DIR", ""),
@@ -127,3 +143,13 @@ def _replica_mode(value: str) -> str:
     if out is None:
         raise MXNetError(f"MXKV_CHECKPOINT_REPLICA={value!r}: give auto, 1 or 0")
     return out
+
+
+def _bulk_mode(value: str) -> str:
+    """``MXKV_BULK_TRANSPORT`` as ``'tcp'`` or ``'ray'``."""
+    from ...base import MXNetError
+
+    v = value.strip().lower()
+    if v not in ("tcp", "ray"):
+        raise MXNetError(f"MXKV_BULK_TRANSPORT={value!r}: give tcp or ray")
+    return v

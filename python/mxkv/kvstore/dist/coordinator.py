@@ -28,6 +28,7 @@ job, named ``mxkv:<job>``). Array data never passes through it.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -58,6 +59,9 @@ class Coordinator:
         self.heartbeat_s = float(heartbeat)
         self.dead_timeout = float(dead_timeout)
         self.workers: Dict[int, dict] = {}
+        #: the job's secret for the shards' bulk connections (:mod:`.bulk`);
+        #: the coordinator is never restarted, so it is the job's for good
+        self._bulk_secret = secrets.token_bytes(32)
         self.left: Dict[int, float] = {}
         self.dead: Dict[int, str] = {}
         #: the first shard that stopped for good, and its error
@@ -164,6 +168,11 @@ class Coordinator:
     async def replica_set(self, index: int, node: str, host: str) -> None:
         """Shard ``index``'s copy is now on ``node`` (``host``)."""
         self.replicas[int(index)] = (node, host)
+
+    async def bulk_secret(self) -> bytes:
+        """The job's secret for the bulk connections (only the job's
+        processes can call this actor: Ray's token auth)."""
+        return self._bulk_secret
 
     async def info(self) -> dict:
         """The job at a glance: its size, which workers joined, left or died,

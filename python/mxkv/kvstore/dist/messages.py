@@ -113,6 +113,11 @@ class RowSparse:
     data: np.ndarray
     indices: np.ndarray
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes on the wire (a streamed round's chunks are cut by them)."""
+        return int(self.data.nbytes + self.indices.nbytes)
+
 
 @dataclass(frozen=True)
 class Compressed:
@@ -120,6 +125,11 @@ class Compressed:
     (:mod:`~mxkv.kvstore.compression`)."""
 
     packed: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes on the wire."""
+        return int(self.packed.nbytes)
 
 
 class ShardRestarted(MXNetError):

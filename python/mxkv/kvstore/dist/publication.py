@@ -63,11 +63,14 @@ class Publication:
         ``put(list of payloads) -> ref``: a copy in the object store
         (``ray.put``), taken at once.
     keep : int
-        How many snapshots are kept for pulls of the same round.
+        How many snapshots are kept for pulls of the same round (a round
+        pulled in chunks, :mod:`.transport`, asks for one per chunk; a
+        snapshot goes as soon as the same parts are asked for at a later
+        round).
     """
 
     def __init__(self, kv: KVStore, publisher: Publisher, put: Callable[[list], Any],
-                 keep: int = 4) -> None:
+                 keep: int = 64) -> None:
         self.kv = kv
         self.publisher = publisher
         self.put = put
@@ -171,6 +174,8 @@ class Publication:
             ref = self._snapshots[key] = self.put([export(self.kv.stored_value(n))
                                                    for n in names])
             source = "store"
+        for old in [k for k in self._snapshots if k[0] == names and k[1] != rounds]:
+            del self._snapshots[old]    # an earlier round's: no pull asks for it again
         while len(self._snapshots) > self.keep:  # workers ask for the same round together
             self._snapshots.popitem(last=False)
         return Reply(ref, source)

@@ -10,8 +10,10 @@ relay sums them (in rank order) and sends the shard one push that stands
 for all of them (a tuple of ranks, :meth:`.rounds.RoundBook.accept`). One
 copy per host crosses the network, and the shard sums one value per host.
 Pulls need no relay: a shard answers every worker of a round with the same
-object-store snapshot, which Ray moves to a host once and its workers read
-there.
+snapshot (over each worker's TCP connection, :mod:`.bulk`, or an
+object-store copy that Ray moves to a host once). The relay's sums go to
+the shard over its own TCP connection (``MXKV_BULK_TRANSPORT=tcp``) or
+through the object store.
 
 Used for ``dist_sync`` (and ``dist_device_sync``) dense pushes without P3;
 ``dist_async`` applies each push alone, and compressed or row-sparse
@@ -42,9 +44,11 @@ import numpy as np
 from ...ndarray._util import empty_aligned
 from .channel import Call, Channel, Message
 from .config import DistConfig
-from .job import import_ray
+from .job import NAMESPACE, coordinator_name, import_ray
 from .messages import Push, ShardRestarted
+from .p3 import PrioritySender
 from .shm import Reader, ShmBatch, node_id
+from .transport import BulkRoutes
 
 __all__ = ["HostRelay", "relay_name"]
 
@@ -98,6 +102,15 @@ class HostRelay:
         self.incarnation = uuid.uuid4().hex
         self.node = node_id(self.ray)
         self.chan = Channel(self.ray, job, num_shards, self.ranks, config.timeouts)
+        # sums leave in the order they complete, at most MXKV_STREAM_WINDOW
+        # chunks in flight: sent all at once, Ray would move them side by
+        # side and the first would arrive no sooner than the last
+        self.sender = PrioritySender(self.chan, window=config.stream_window
+                                     * config.stream_chunk_bytes)
+        # its sums go to the shards over TCP as a worker's chunks do (bulk.py)
+        self.links = BulkRoutes(
+            self.ray, self.chan, self.ray.get_actor(coordinator_name(job), namespace=NAMESPACE),
+            config, self.chan.who) if config.bulk_transport == "tcp" else None
         self.reader = Reader()
         self.lock = threading.Lock()
         self.parts: Dict[Any, _Part] = {}
@@ -161,13 +174,24 @@ class HostRelay:
             for a in arrs[2:]:
                 np.add(buf, a, out=buf)
             sums.append(buf)
-        ref = self.ray.put(sums)   # (a copy: the buffers are used again)
+        def reuse() -> None:
+            with self.lock:
+                for (name, _, _), buf in zip(complete, sums):
+                    self.buffers.setdefault((shard, name), []).append(buf)
+        ref = None if self.links is None else self.links.ref(shard, sums)
+        release = None
+        if ref is not None:
+            release = reuse   # (sent from the sums, kept as they are until durable)
+        else:
+            ref = self.ray.put(sums)   # (a copy: the buffers are used again)
+            reuse()
         with self.lock:
-            for (name, seq, _), buf in zip(complete, sums):
-                self.buffers.setdefault((shard, name), []).append(buf)
+            for name, seq, _ in complete:
                 self.parts[(shard, name)].mark_sent(seq)
             self.sent += 1
-        self.chan.send(Message(shard, Push.of([(n, s) for n, s, _ in complete]), ref))
+        self.sender.submit(0, Message(shard, Push.of([(n, s) for n, s, _ in complete]), ref,
+                                      release=release),
+                           sum(b.nbytes for b in sums))
 
     def stalled(self) -> List[Tuple[int, Any, int, List[int]]]:
         """Rounds being gathered here: (shard, part, round, ranks of this host missing)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import logging
 import os
 import pickle
 import uuid
@@ -41,6 +42,7 @@ from ...ndarray.sparse import RowSparseNDArray
 from ...optimizer.states_file import restricted_loads
 from ..compression import GradientCompression
 from ..local import KVStore
+from .bulk import BulkLost, BulkRef, BulkServer
 from .checkpoint import CheckpointLog, checkpoint_path
 from .checkpoint_dir import IDENTITY, adopt, claim, holds_logs, read_identity
 from .config import DistConfig
@@ -62,6 +64,7 @@ from .messages import (
     Rank,
     RowSparse,
     ShardRestarted,
+    export,
     to_nd,
 )
 from .publication import Publication, Round
@@ -69,6 +72,8 @@ from .replica import Replica, fetch
 from .rounds import RoundBook
 from .shard_state import record, restore
 from .shm import Publisher, Reader, ShmBatch, data_dir, node_id, remove_stale
+
+log = logging.getLogger("mxkv.kvstore.dist")
 
 __all__ = ["ServerShard", "ShardRestarted", "CMD_OPTIMIZER", "CMD_UPDATER",
            "CMD_LOAD_STATES", "CMD_COMPRESSION", "CMD_SYNC_MODE"]
@@ -175,6 +180,20 @@ class ServerShard:
         self._summing = 0
         self._deferred: List[Any] = []   # checkpoint callbacks held meanwhile
         self._idle: Optional[asyncio.Event] = None
+        # dense rounds' bytes from workers on other nodes (bulk.py): a
+        # listener on this node's address, for the job's processes alone
+        self.bulk: Optional[BulkServer] = None
+        self._bulk_sends = concurrent.futures.ThreadPoolExecutor(
+            8, thread_name_prefix="mxkv-bulk-answer")
+        if config.bulk_transport == "tcp":
+            try:
+                secret = self.ray.get(self.coordinator.bulk_secret.remote(),
+                                      timeout=config.timeouts.fail)
+                self.bulk = BulkServer(self.ray.util.get_node_ip_address(), secret,
+                                       keep_s=config.timeouts.fail)
+            except Exception as exc:  # noqa: BLE001 - the object store carries them
+                log.warning("mxkv: server shard %d has no bulk listener (%s); chunks from "
+                            "other nodes come through Ray's object store", self.index, exc)
 
     # ------------------------------------------------------------ state
     def _open(self, directory: str, identity: Optional[dict] = None) -> bool:
@@ -372,6 +391,7 @@ class ServerShard:
         """The incarnation, process and restored rounds (for resyncing)."""
         await self._check(None, names)
         return {"incarnation": self.incarnation, "pid": os.getpid(), "node": self.node,
+                "bulk": None if self.bulk is None else self.bulk.address,
                 "restored": self.restored, "restored_from": self.restored_from,
                 "rounds": self._rounds_of(names)}
 
@@ -418,6 +438,10 @@ class ServerShard:
         names = parts.names
         items = list(parts.pairs())
         await self._check(incarnation, names)
+        if isinstance(payloads, BulkRef):   # its bytes come on the worker's connection
+            if self.bulk is None:
+                raise BulkLost(f"server shard {self.index} has no bulk listener")
+            payloads = await self.bulk.take(payloads, max(5.0, self.config.timeouts.dead))
         from_shm = isinstance(payloads, ShmBatch)
         if from_shm:
             # read-only views of the worker's segment: it is not reused until
@@ -532,11 +556,13 @@ class ServerShard:
             await self._idle.wait()
 
     async def pull(self, incarnation: str, rank: int, parts: Pull,
-                   shm: bool = False) -> PullReply:
+                   shm: bool = False, bulk: Optional[BulkRef] = None) -> PullReply:
         """Wait until the (part, seq) pairs are served, then answer with an
         object-store reference to their values (a list, in item order), or
         with ``shm`` (a worker on this node) a :class:`~.shm.ShmBatch`
-        where they lie when they are all dense."""
+        where they lie when they are all dense, or with ``bulk`` (a worker
+        on another node connected to :attr:`bulk`) ``bulk`` itself, once the
+        values were sent on that connection (:mod:`.bulk`)."""
         names = parts.names
         items = list(parts.pairs())
         await self._check(incarnation, names)
@@ -549,7 +575,9 @@ class ServerShard:
         # checkpoint is written from the published values (pinned until it
         # is durable) instead of from a copy of them
         take = self.dur.wanted(names)
-        reply = self.pub.reply(names, tuple(self.book.rounds[n] for n in names), shm)
+        by_bulk = bulk is not None and self.bulk is not None and self.bulk.connected(bulk.client)
+        reply = self.pub.reply(names, tuple(self.book.rounds[n] for n in names),
+                               shm or by_bulk)
         if take and reply.source in ("summed", "segment"):
             self._take_published(names, reply.ref)
         elif take and reply.source == "store":
@@ -566,7 +594,25 @@ class ServerShard:
             finally:
                 if keep.done() and self._keep_done is keep:
                     self._keep_done = None
-        return PullReply(reply.ref, tuple(self.dur.durable_of(names)))
+        ref = reply.ref
+        if by_bulk and bulk is not None and isinstance(ref, ShmBatch):
+            ref = await self._send_bulk(bulk, names, ref)
+        return PullReply(ref, tuple(self.dur.durable_of(names)))
+
+    async def _send_bulk(self, bulk: BulkRef, names: Sequence[Any], batch: ShmBatch) -> Any:
+        """Send a pull segment's values (``names``') on ``bulk``'s connection
+        (pinned meanwhile): ``bulk`` when they went, else an object-store copy."""
+        assert self.bulk is not None
+        try:
+            views = self.pub.pin(batch)
+        except KeyError:   # (its segment was let go: the stored values, as put does)
+            return self.ray.put([export(self.kv.stored_value(n)) for n in names])
+        try:
+            sent = await asyncio.get_running_loop().run_in_executor(
+                self._bulk_sends, self.bulk.send, bulk.client, bulk.token, views)
+            return bulk if sent else self.ray.put([np.array(v) for v in views])
+        finally:
+            self.pub.unpin([batch.path])
 
     async def row_sparse_pull(self, incarnation: str, rank: int, parts: Pull,
                               row_ids: Sequence[np.ndarray]) -> List[RowSparse]:
@@ -705,5 +751,7 @@ class ServerShard:
                 "checkpoints": self.writer.written, "compactions": self.writer.compactions,
                 "restored": self.restored, "restored_from": self.restored_from,
                 "replica": None if self.replica is None else self.replica.host,
+                "bulk": None if self.bulk is None else self.bulk.address,
+                "bulk_received": 0 if self.bulk is None else self.bulk.received,
                 **self.pub.stats()}
 

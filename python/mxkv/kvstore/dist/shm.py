@@ -170,8 +170,13 @@ class PushPool:
         File name prefix, unique to this worker process and shard.
     """
 
-    #: free segments kept for reuse; one released beyond them is removed
+    #: free segments kept for reuse; one released beyond them is removed,
+    #: unless the free ones' bytes stay within ``MAX_FREE_BYTES`` (a round
+    #: streamed in chunks, transport.py, holds a segment per chunk until a
+    #: checkpoint covers it, then reuses them all: removed and made again,
+    #: each would cost its pages' faults every round)
     MAX_FREE = 4
+    MAX_FREE_BYTES = 256 << 20
 
     def __init__(self, directory: str, prefix: str) -> None:
         self.directory = directory
@@ -197,7 +202,8 @@ class PushPool:
             if not done:
                 done.append(True)
                 with self._lock:
-                    if len(self._free) < self.MAX_FREE:
+                    if len(self._free) < self.MAX_FREE or seg.size + sum(
+                            f.size for f in self._free) <= self.MAX_FREE_BYTES:
                         self._free.append(seg)
                         return
                     # a burst (many inits in flight) made more than rounds

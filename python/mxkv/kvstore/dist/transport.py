@@ -10,7 +10,13 @@ Three routes, chosen per shard:
 * **the host's relay** (:mod:`.relay`) for dense ``dist_sync`` pushes to a
   shard on another node, when this node runs other workers of the job
   (``MXKV_HOST_AGGREGATION``): handed over through the same push segments;
-* **Ray's object store** for everything else (``ray.put``).
+* **a TCP connection per remote shard** (:mod:`.bulk`, ``MXKV_BULK_TRANSPORT=tcp``,
+  the default) for the chunks of a dense ``dist_sync`` round streamed to a
+  shard on another node: packed into a push segment (kept until durable,
+  like every push), sent from there, and pulled back on the same socket;
+* **Ray's object store** for everything else (``ray.put``): inits,
+  row-sparse and compressed payloads, P3, ``dist_async``, a shard whose
+  connection cannot be made.
 
 :class:`Transport` makes the messages (:class:`~.channel.Message`, which
 the channel sends, keeps and re-sends) and runs the pulls; the store above
@@ -20,22 +26,134 @@ travel between hosts is a change here.
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import os
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .bulk import BulkClient, BulkRef
 from .channel import Call, Channel, Message
 from .config import DistConfig
 from .messages import Init, Pull, PullReply, Push
 from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir
 
-__all__ = ["Transport", "Groups"]
+__all__ = ["Transport", "BulkRoutes", "Groups", "chunks"]
+
+log = logging.getLogger("mxkv.kvstore.dist")
 
 #: shard -> (its (part name, tag) items, their payloads); the tag is a
 #: sequence number (push, pull) or a shape (init)
 Groups = Dict[int, Tuple[List[Tuple[Any, Any]], List[Any]]]
+
+
+def chunks(sizes: Sequence[int], limit: int) -> List[Tuple[int, int]]:
+    """Ranges ``(lo, hi)`` of consecutive items whose ``sizes`` (bytes) add
+    up to about ``limit`` each: whole items (a bigger one is a chunk of its
+    own), in order; one range with ``limit`` 0."""
+    out: List[Tuple[int, int]] = []
+    lo, acc = 0, 0
+    for i, n in enumerate(sizes):
+        if i > lo and limit > 0 and acc + n > limit:
+            out.append((lo, i))
+            lo, acc = i, 0
+        acc += n
+    if lo < len(sizes):
+        out.append((lo, len(sizes)))
+    return out
+
+
+class BulkRoutes:
+    """A sender's bulk connections (:mod:`.bulk`), one per shard, made at the
+    first use, for the pushes of a channel (a worker's, or a relay's).
+
+    Parameters
+    ----------
+    ray : module
+    chan : Channel
+        Its pushes' bulk bytes are sent when they are submitted (again):
+        :attr:`~.channel.Channel.before_submit` is set here.
+    coord : actor handle
+        The job's coordinator (the job's secret).
+    config : DistConfig
+    who : str
+        The sender, in messages.
+    """
+
+    def __init__(self, ray: Any, chan: Channel, coord: Any, config: DistConfig,
+                 who: str) -> None:
+        self.ray = ray
+        self.chan = chan
+        self.coord = coord
+        self.config = config
+        self.who = who
+        self._lock = threading.Lock()
+        self._clients: Dict[int, Optional[BulkClient]] = {}
+        self._secret: Optional[bytes] = None
+        chan.before_submit = self.before_submit
+
+    def client(self, shard: int) -> Optional[BulkClient]:
+        """The connection to ``shard``'s listener; None: its chunks go through
+        the object store (no connection could be made, said once, or it
+        broke for good)."""
+        with self._lock:
+            if shard in self._clients:
+                client = self._clients[shard]
+                return None if client is None or client.dead else client
+            client = None
+            try:
+                if self._secret is None:
+                    self._secret = self.ray.get(self.coord.bulk_secret.remote(),
+                                                timeout=self.config.timeouts.fail)
+                client = BulkClient(lambda: self.chan.bulk_addr[shard], self._secret,
+                                    retry_s=max(5.0, self.config.timeouts.dead))
+            except Exception as exc:  # noqa: BLE001 - the object store carries them
+                log.warning("mxkv: %s cannot connect to server shard %d's bulk listener %s "
+                            "(%s); its chunks go through Ray's object store", self.who, shard,
+                            self.chan.bulk_addr[shard], exc)
+            self._clients[shard] = client
+            return client
+
+    def ref(self, shard: int, arrays: List[np.ndarray]) -> Optional[BulkRef]:
+        """A push's payload ``arrays`` (kept as they are until durable) as a
+        chunk on ``shard``'s connection; None when there is none."""
+        client = self.client(shard)
+        return None if client is None else BulkRef(client.id, client.token(), arrays)
+
+    def before_submit(self, msg: Message) -> None:
+        """A push is submitted (again): its bulk bytes go on the shard's
+        connection, or into the object store when there is none now."""
+        ref = msg.ref
+        if not isinstance(ref, BulkRef):
+            return
+        client = self.client(msg.shard)
+        if client is not None and client.id == ref.client:
+            client.send(ref)
+            return
+        msg.ref = self.ray.put([np.array(v) for v in ref.arrays or ()])
+        if msg.release is not None:
+            msg.release()
+            msg.release = None
+
+    def answer(self, shard: int, ref: BulkRef, timeout: float) -> Optional[List[np.ndarray]]:
+        """A pull's answer ``ref`` from ``shard``'s connection; None when it
+        broke first (the pull is made again through the object store)."""
+        with self._lock:
+            client = self._clients.get(shard)
+        if client is None or client.id != ref.client:
+            return None
+        try:
+            return client.wait(ref.token, timeout)
+        except (ConnectionError, TimeoutError):
+            return None
+
+    def close(self) -> None:
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            if client is not None:
+                client.close()
 
 
 class Transport:
@@ -80,7 +198,14 @@ class Transport:
         self.pools: Dict[int, PushPool] = {}
         self.reader = Reader()
         self._lock = threading.Lock()
+        #: a round's chunk to a shard on another node (0: one message)
+        self.chunk_bytes = 0 if ordered else config.stream_chunk_bytes
+        self._pull_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._fetch_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         chan.relocate = self.relocate
+        #: a bulk connection per remote shard (:mod:`.bulk`)
+        self.links = BulkRoutes(ray, chan, coord, config, f"worker rank {rank}") \
+            if config.bulk_transport == "tcp" and sync else None
 
     # ------------------------------------------------------------ routes
     def fast(self, shard: int) -> bool:
@@ -173,27 +298,80 @@ class Transport:
                 out.append(Message(shard, Init.of(items), self.ray.put(payloads)))
         return out
 
-    def push_message(self, shard: int, items: Sequence[Tuple[Any, int]],
-                     payloads: List[Any]) -> Message:
-        """A push of (part, seq) ``items`` to ``shard``, by the route it takes."""
+    def streamed(self, shard: int) -> bool:
+        """Whether a round's pushes and pulls to ``shard`` go in chunks
+        (:func:`chunks`): it is on another node, and messages need not keep
+        their order (P3)."""
+        return self.chunk_bytes > 0 and not self.ordered and not self.fast(shard)
+
+    def push_messages(self, shard: int, items: Sequence[Tuple[Any, int]],
+                      payloads: List[Any]) -> Iterator[Tuple[Message, int]]:
+        """A push of (part, seq) ``items`` to ``shard``, by the route it
+        takes: (message, payload bytes) for each chunk, in order, each made
+        when asked for (so the first can leave while the next is copied)."""
         relayed = self.via_relay(shard)
-        arrays = as_arrays(payloads) if relayed or self.fast(shard) else None
+        sizes = [getattr(p, "nbytes", 0) for p in payloads]
+        if not self.streamed(shard):
+            yield self._push_message(shard, relayed, items, payloads), sum(sizes)
+            return
+        for lo, hi in chunks(sizes, self.chunk_bytes):
+            yield (self._push_message(shard, relayed, items[lo:hi], payloads[lo:hi]),
+                   sum(sizes[lo:hi]))
+
+    def _push_message(self, shard: int, relayed: bool, items: Sequence[Tuple[Any, int]],
+                      payloads: List[Any]) -> Message:
+        links = self.links if not relayed and self.streamed(shard) else None
+        if links is not None and links.client(shard) is None:
+            links = None
+        arrays = as_arrays(payloads) if relayed or self.fast(shard) or links else None
         batch = self._pack(shard, arrays) if arrays is not None else None
+        if batch is not None and links is not None:
+            # sent from the segment, kept there until durable
+            ref = links.ref(shard, self.reader.views(batch[0]))
+            if ref is not None:
+                return Message(shard, Push.of(items), ref, release=batch[1])
         if batch is not None:
             return Message(shard, Push.of(items), batch[0], release=batch[1], relayed=relayed)
         return Message(shard, Push.of(items), self.ray.put(payloads))
 
     # ------------------------------------------------------------ pulls
-    def pull(self, groups: Groups, consume: Callable[[Dict[Any, Any]], None]) -> None:
-        """Pull (part, seq) ``groups`` from their shards and hand the values,
-        by (shard, part), to ``consume`` (which copies them out: they may be
-        views of a pull segment). A segment the shard rewrote while it was
-        read is pulled again, through the object store."""
+    def pull(self, groups: Groups, consume: Callable[[Dict[Any, Any], bool], None]) -> None:
+        """Pull (part, seq) ``groups`` (payloads: each part's bytes) from
+        their shards and hand the values, by (shard, part), to
+        ``consume(values, transient)``; ``transient``: they are views of a
+        pull segment, to be copied out during the call.
+
+        Shards on other nodes are pulled in chunks (:meth:`streamed`), each
+        fetched as soon as the shard answers it, on this transport's threads,
+        while the shards on this node are pulled here: ``consume`` is called
+        once per chunk then (never twice at once), and a part it is given
+        may come again (a segment rewritten while it was read is pulled
+        again, through the object store)."""
+        remote = {s: g for s, g in groups.items() if self.streamed(s)}
+        local = {s: g for s, g in groups.items() if s not in remote}
+        if not remote:
+            self._pull_here(local, consume)
+            return
+        lock = threading.Lock()
+
+        def serial(values: Dict[Any, Any], transient: bool) -> None:
+            with lock:
+                consume(values, transient)
+        streaming = self._threads().submit(self._stream_pull, remote, serial)
+        try:
+            if local:
+                self._pull_here(local, serial)
+        finally:
+            streaming.result()
+
+    def _pull_here(self, groups: Groups, consume: Callable[[Dict[Any, Any], bool], None]
+                   ) -> None:
+        """One pull call per shard; from a pull segment where it can."""
         fast = {s: self.fast(s) for s in groups}
         while True:
             values, batches = self._fetch(groups, fast)
             if values is not None:
-                consume(values)
+                consume(values, bool(batches))
                 stale = [s for s, b in batches.items() if not self.reader.still(b)]
                 for b in batches.values():
                     self.reader.done(b)
@@ -203,6 +381,77 @@ class Transport:
                 return
             for s in stale:
                 fast[s] = False
+
+    def _threads(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._pull_pool is None:
+                self._pull_pool = concurrent.futures.ThreadPoolExecutor(
+                    8, thread_name_prefix="mxkv-pull")   # (a pull each: calls of other threads)
+            return self._pull_pool
+
+    def _stream_pull(self, groups: Groups, consume: Callable[[Dict[Any, Any], bool], None]
+                     ) -> None:
+        """Pull ``groups`` chunk by chunk: every chunk's call at once, and
+        each answer fetched from the object store as it comes (at most
+        ``MXKV_STREAM_WINDOW`` at once), handed to ``consume``."""
+        chan = self.chan
+        pieces = [(shard, items[lo:hi]) for shard, (items, sizes) in groups.items()
+                  for lo, hi in chunks(sizes, self.chunk_bytes)]
+
+        def call(shard: int, items: list) -> Call:
+            # (a host with a relay pulls through the object store: Ray moves
+            # a round's snapshot to the host once for all of its workers)
+            client = self.links.client(shard) if self.links is not None \
+                and not self.relayed else None
+
+            def make(inc: str) -> Any:
+                # (a token per call: one made again after a restart is answered anew)
+                bulk = BulkRef(client.id, client.expect()) if client is not None \
+                    and not client.dead else None
+                return chan.shards[shard].pull.remote(inc, self.rank, Pull.of(items), False,
+                                                      bulk)
+            return Call(shard, make, "pull")
+
+        def fetch(shard: int, items: list, ref: Any) -> None:
+            if isinstance(ref, BulkRef):
+                arrays = self._bulk_answer(shard, items, ref)
+            else:
+                arrays = self.ray.get(ref)
+            consume({(shard, name): arr for (name, _), arr in zip(items, arrays)}, False)
+        fetching = []
+        try:
+            for i, reply in chan.stream([call(s, items) for s, items in pieces], "pull"):
+                shard, items = pieces[i]
+                chan.note_durable(shard, [n for n, _ in items], reply.durable)
+                fetching.append(self._fetchers().submit(fetch, shard, items, reply.ref))
+        finally:
+            for f in fetching:
+                f.result()
+
+    def _bulk_answer(self, shard: int, items: list, ref: BulkRef) -> List[np.ndarray]:
+        """A pull's answer from the shard's connection (sent before the
+        call returned); pulled again through the object store when the
+        connection broke first."""
+        got = None if self.links is None else \
+            self.links.answer(shard, ref, self.config.timeouts.fail)
+        if got is not None:
+            return got
+        chan = self.chan
+        reply, = chan.call([Call(shard, lambda inc: chan.shards[shard].pull.remote(
+            inc, self.rank, Pull.of(items), False), "pull")], "pull")
+        chan.note_durable(shard, [n for n, _ in items], reply.durable)
+        return self.ray.get(reply.ref)
+
+    def _fetchers(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._fetch_pool is None:
+                # as many as the pushes in flight: Ray's object transfer
+                # shares a link between the objects it moves at once, and a
+                # host's link carries its workers' pushes beside its shards'
+                # answers; an equal share keeps both ends of a round in step
+                self._fetch_pool = concurrent.futures.ThreadPoolExecutor(
+                    self.config.stream_window, thread_name_prefix="mxkv-fetch")
+            return self._fetch_pool
 
     def _fetch(self, groups: Groups, fast: Dict[int, bool]
                ) -> Tuple[Optional[Dict[Any, Any]], Any]:
@@ -243,7 +492,12 @@ class Transport:
 
     def close(self) -> None:
         """Let go of the push segments and pull mappings (the shards are done
-        with them: drained, or the job failed)."""
+        with them: drained, or the job failed), and of the pull threads."""
+        for threads in (self._pull_pool, self._fetch_pool):
+            if threads is not None:
+                threads.shutdown(wait=False)
+        if self.links is not None:
+            self.links.close()
         for pool in self.pools.values():
             pool.close()
         self.reader.close()

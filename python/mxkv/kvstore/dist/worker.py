@@ -114,6 +114,7 @@ class DistKVStore(KVStore):
         if self._job.p3:
             from .p3 import PrioritySender
             self._sender = PrioritySender(self._chan, window=cfg.p3_window_bytes)
+        self._stream: Any = None   # (made at the first streamed push)
         self._stop = threading.Event()
         self._beat = threading.Thread(
             target=DistKVStore._heartbeat, name="mxkv-heartbeat", daemon=True,
@@ -311,12 +312,28 @@ class DistKVStore(KVStore):
             seq = self._seq[k] = self._seq[k] + 1
             for part, payload in self._payloads(k, merged, True):
                 entries.append((part, seq, payload))
-        for shard, (items, payloads) in self._by_shard(entries).items():
-            msg = self._transport.push_message(shard, items, payloads)
-            if self._sender is not None:
-                self._sender.submit(priority, msg, sum(p.nbytes for p in payloads))
-            else:
-                self._chan.send(msg)
+        by_shard = self._by_shard(entries)
+        # shards on other nodes first: their chunks leave while the rest is copied
+        for shard in sorted(by_shard, key=lambda s: not self._transport.streamed(s)):
+            items, payloads = by_shard[shard]
+            streamed = self._transport.streamed(shard)
+            for msg, nbytes in self._transport.push_messages(shard, items, payloads):
+                if self._sender is not None:
+                    self._sender.submit(priority, msg, nbytes)
+                elif streamed and not msg.relayed:
+                    self._streamer().submit(0, msg, nbytes)
+                else:
+                    self._chan.send(msg)
+
+    def _streamer(self) -> Any:
+        """The sender of chunks to shards on other nodes: in order, at most
+        ``MXKV_STREAM_WINDOW`` chunks in flight (:mod:`.transport`)."""
+        if self._stream is None:
+            from .p3 import PrioritySender
+            cfg = self._config
+            self._stream = PrioritySender(self._chan,
+                                          window=cfg.stream_window * cfg.stream_chunk_bytes)
+        return self._stream
 
     def push(self, key: Any, value: Any, priority: int = 0) -> None:
         """Push values to the servers (several values for a key are merged here first).
@@ -352,12 +369,28 @@ class DistKVStore(KVStore):
         self._chan.reap()
         keys = self._sorted_keys(grouped)
         entries = []
+        owner: Dict[Tuple[int, Any], Any] = {}
         for k in keys:
             seq = self._seq[k]
+            itemsize = np.dtype(self._data[k].dtype).itemsize
             for part in self._plan(k, self._data[k]):
-                entries.append((part, seq, None))
-        self._transport.pull(self._by_shard(entries),
-                             lambda values: self._copy_out(keys, grouped, values))
+                entries.append((part, seq, int(np.prod(part.shape)) * itemsize))
+                owner[(part.shard, part.name)] = k
+        have: Dict[Any, Any] = {}    # parts of keys not yet complete
+
+        def consume(values: Dict[Any, Any], transient: bool) -> None:
+            # a key is copied out once all its parts are here (they may come
+            # in several calls: chunks of shards on other nodes)
+            have.update(values)
+            done, touched = [], {owner[sn] for sn in values}
+            for k in touched:
+                if all((p.shard, p.name) in have for p in self._plans[k]):
+                    done.append(k)
+            self._copy_out(done, grouped, have)
+            for sn in values:
+                if owner[sn] not in done and transient:   # a pull segment's view: copy it
+                    have[sn] = np.array(have[sn])
+        self._transport.pull(self._by_shard(entries), consume)
 
     def _copy_out(self, keys: list, grouped: dict, values: Dict[Any, Any]) -> None:
         """Copy pulled parts into the outs (the only copy a pull makes here)."""
@@ -518,15 +551,17 @@ class DistKVStore(KVStore):
                 for k, layout in self.layouts().items()}
 
     def _drain(self) -> None:
-        if self._sender is not None:
-            self._sender.flush()
+        for sender in (self._sender, self._stream):
+            if sender is not None:
+                sender.flush()
         self._chan.reap(block=True)
 
     # ------------------------------------------------------------ cluster
     def _barrier(self) -> None:
         """Wait until every worker reaches this barrier (MXNet's ``_barrier``)."""
-        if self._sender is not None:
-            self._sender.flush()
+        for sender in (self._sender, self._stream):
+            if sender is not None:
+                sender.flush()
         self._chan.reap()
         ref = self._coord.barrier.remote(self._rank)
         try:

@@ -1,0 +1,174 @@
+"""The bulk transport's framing and authentication (bulk.py), without Ray:
+a chunk's arrays arrive equal whatever the reads' sizes, a wrong secret is
+refused both ways, a connection broken mid-chunk delivers nothing, and a
+client that lost its connection reconnects and sends its chunk again.
+(With Ray, streamed rounds over it: test_dist_stream.py; a shard killed
+mid-stream: test_dist_faults.py.)"""
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from mxkv.kvstore.dist.bulk import (
+    PULL,
+    PUSH,
+    BulkClient,
+    BulkLost,
+    BulkRef,
+    BulkServer,
+    connect,
+    encode_header,
+    recv_frame,
+    send_frame,
+)
+
+SECRET = b"s" * 32
+ARRAYS = [np.arange(12, dtype=np.float32).reshape(3, 4), np.array(7, np.int64),
+          np.zeros((0, 5), np.float16), np.linspace(0, 1, 1000).astype(np.float64)]
+
+
+def wait_until(cond, what, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def same(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.fixture
+def server():
+    s = BulkServer("127.0.0.1", SECRET, keep_s=60)
+    yield s
+    s.close()
+
+
+def take(server, ref, timeout=20.0):
+    return asyncio.run(server.take(ref, timeout))
+
+
+def test_a_frame_read_in_pieces_of_any_size_gives_the_same_arrays():
+    a, b = socket.socketpair()
+    try:
+        data = encode_header(PULL, 99, ARRAYS) + b"".join(x.tobytes() for x in ARRAYS)
+
+        def trickle():   # (short reads: a byte, then uneven pieces)
+            i, step = 0, 1
+            while i < len(data):
+                a.sendall(data[i:i + step])
+                i, step = i + step, step % 13 + 1
+        writer = threading.Thread(target=trickle)
+        writer.start()
+        kind, token, got = recv_frame(b)
+        writer.join()
+        assert (kind, token) == (PULL, 99)
+        same(got, ARRAYS)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_frame_cut_short_or_not_a_frame_is_an_error():
+    a, b = socket.socketpair()
+    try:
+        data = encode_header(PUSH, 1, ARRAYS[:1]) + ARRAYS[0].tobytes()
+        a.sendall(data[:-5])
+        a.close()
+        with pytest.raises(ConnectionError, match="closed after"):
+            recv_frame(b)
+    finally:
+        b.close()
+    a, b = socket.socketpair()
+    try:
+        a.sendall(b"HTTP" + bytes(13))
+        with pytest.raises(ConnectionError, match="not an mxkv bulk frame"):
+            recv_frame(b)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_wrong_secret_is_refused_both_ways(server):
+    with pytest.raises(ConnectionError):
+        connect(server.address, b"x" * 32, b"c" * 16)
+    wait_until(lambda: server.refused == 1, "the server to refuse the client")
+    # a listener that does not know the secret is not trusted by the client
+    other = BulkServer("127.0.0.1", b"y" * 32)
+    try:
+        with pytest.raises(ConnectionError):
+            connect(other.address, SECRET, b"c" * 16)
+    finally:
+        other.close()
+    # nothing reached either server's chunks
+    assert server.received == 0 and other.received == 0
+
+
+def test_pushes_and_pull_answers_cross_one_connection(server):
+    client = BulkClient(lambda: server.address, SECRET)
+    try:
+        refs = [BulkRef(client.id, client.token(), [a * (i + 1) for a in ARRAYS])
+                for i in range(5)]
+        for r in refs:
+            client.send(r)
+        for i, r in enumerate(refs):
+            same(take(server, BulkRef(r.client, r.token)), [a * (i + 1) for a in ARRAYS])
+        token = client.expect()
+        assert server.send(client.id, token, ARRAYS[:2])
+        same(client.wait(token, 20), ARRAYS[:2])
+        assert not server.send(b"n" * 16, 5, ARRAYS)   # no such client: through Ray
+    finally:
+        client.close()
+
+
+def test_a_connection_broken_mid_chunk_delivers_nothing_and_the_chunk_comes_again(server):
+    sock = connect(server.address, SECRET, b"k" * 16)
+    data = encode_header(PUSH, 7, ARRAYS) + b"".join(x.tobytes() for x in ARRAYS)
+    sock.sendall(data[:len(data) // 2])
+    sock.close()
+    with pytest.raises(BulkLost):
+        take(server, BulkRef(b"k" * 16, 7), timeout=0.5)
+    # the same client id, connected again, sends the chunk whole
+    sock = connect(server.address, SECRET, b"k" * 16)
+    try:
+        send_frame(sock, PUSH, 7, ARRAYS)
+        same(take(server, BulkRef(b"k" * 16, 7)), ARRAYS)
+    finally:
+        sock.close()
+
+
+def test_a_client_whose_connection_broke_reconnects_and_resends(server):
+    client = BulkClient(lambda: server.address, SECRET)
+    try:
+        token = client.expect()   # (a pull waiting when the connection breaks)
+        client.sock.shutdown(socket.SHUT_RDWR)
+        with pytest.raises(ConnectionError):
+            client.wait(token, 20)
+        ref = BulkRef(client.id, client.token(), ARRAYS)
+        client.send(ref)
+        same(take(server, BulkRef(ref.client, ref.token)), ARRAYS)
+        assert not client.dead
+    finally:
+        client.close()
+
+
+def test_a_client_that_cannot_reconnect_gives_up_once(server):
+    address = [server.address]
+    client = BulkClient(lambda: address[0], SECRET, retry_s=0.5)
+    try:
+        server.close()   # (which ends the client's connection too)
+        address[0] = ("127.0.0.1", 1)   # (nothing listens there)
+        client.send(BulkRef(client.id, client.token(), ARRAYS))
+        wait_until(lambda: client.dead, "the client to give up")
+    finally:
+        client.close()

@@ -1,0 +1,83 @@
+"""A round streamed in chunks to shards on other nodes (transport.py): the
+pushes leave as chunks of whole parts, at most a window of them in flight,
+and each chunk's pull is fetched as soon as its shard answers it; results
+equal a local store's, and a key whose parts come in different chunks is
+copied out whole. (A key half in shared memory, half streamed from another
+node: test_dist_relay.py's spread shards; a shard killed while chunks are
+in flight: test_dist_faults.py.)"""
+from __future__ import annotations
+
+import local_reference
+import numpy as np
+import pytest
+from local_reference import local_sgd, sgd_rounds
+
+from mxkv.kvstore.dist.transport import chunks
+
+ray = pytest.importorskip("ray", reason="the dist tests need Ray: pip install 'mxkv[dist]'")
+
+# (test workers run in Ray's processes, which cannot import it)
+ray.cloudpickle.register_pickle_by_value(local_reference)
+
+# on one machine every shard is on the worker's node: without shared memory
+# its pushes and pulls take the streamed path
+STREAMED = {"MXKV_SHM": "0", "MXKV_STREAM_CHUNK_BYTES": "2048",
+            "MXNET_KVSTORE_BIGARRAY_BOUND": "1000"}
+# a big key split over both shards, keys of a chunk each, and small ones that share one
+SHAPES = [(60, 50), (600,), (300,), (7,), (3, 3), (1,)]
+ROUNDS = 5
+
+
+# ---------------------------------------------------------------- units
+def test_chunks_are_whole_items_of_about_the_limit_in_order():
+    assert chunks([1000, 1000, 1000, 100, 5000, 10], 2048) == [(0, 2), (2, 4), (4, 5), (5, 6)]
+    assert chunks([5000], 2048) == [(0, 1)]             # an item bigger than a chunk: alone
+    assert chunks([10, 20, 30], 0) == [(0, 3)]          # 0: one message
+    assert chunks([], 2048) == []
+    ranges = chunks(list(range(1, 200)), 500)
+    assert [r[0] for r in ranges[1:]] == [r[1] for r in ranges[:-1]]   # contiguous
+    assert ranges[0][0] == 0 and ranges[-1][1] == 199
+
+
+# ---------------------------------------------------------------- jobs
+def value(rank, i, shape):
+    return np.full(shape, (rank + 1.0) * ((i % 3) + 1.0), np.float32)
+
+
+def train(kv, mx):
+    outs = sgd_rounds(kv, mx, SHAPES, ROUNDS, value)
+    sent = [tuple(names) for names in kv._stream.sent] if kv._stream is not None else []
+    return outs, sent
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ray"])
+@pytest.mark.parametrize("env", [STREAMED, {**STREAMED, "MXKV_STREAM_WINDOW": "1"},
+                                 {**STREAMED, "MXKV_STREAM_CHUNK_BYTES": "0"}],
+                         ids=["chunks", "window1", "whole"])
+def test_a_streamed_round_gives_the_local_stores_values(jobs, env, transport):
+    import ray
+
+    job = jobs.job(2, 2)
+    results = jobs.run(job, train, env={**env, "MXKV_BULK_TRANSPORT": transport})
+    want = local_sgd(SHAPES, ROUNDS, value, 2)
+    for outs, _ in results:
+        for got, w in zip(outs, want):
+            np.testing.assert_allclose(got, w, rtol=1e-6)
+    # the chunks' bytes came on the workers' TCP connections (bulk.py); a
+    # round in one message (no chunks), or MXKV_BULK_TRANSPORT=ray: through Ray
+    stats = ray.get([s.stats.remote() for s in job.shards])
+    received = [st["bulk_received"] for st in stats]
+    if transport == "tcp" and env["MXKV_STREAM_CHUNK_BYTES"] != "0":
+        assert all(r >= ROUNDS for r in received), received
+    else:
+        assert received == [0, 0]
+    for _, sent in results:
+        per_round = len(sent) // ROUNDS
+        if env["MXKV_STREAM_CHUNK_BYTES"] == "0":
+            assert sent == []            # one message per shard, sent at once
+        else:
+            # 2 shards; chunks of about 2 KB: more than one message per shard a round
+            assert len(sent) % ROUNDS == 0 and per_round > 2, sent
+            # no part twice in a round, and every part of both shards once
+            assert sorted(map(str, sum(sent[:per_round], ()))) == \
+                sorted(map(str, sum(sent[per_round:2 * per_round], ())))
