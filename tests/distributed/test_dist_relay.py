@@ -130,7 +130,7 @@ def test_the_hosts_relay_sends_the_shard_one_push_per_round(two_nodes, transport
                                       {"MXKV_BULK_TRANSPORT": transport})
     check_values(results)
     # the relay's sums came on its TCP connections (bulk.py), one chunk or
-    # more per round and shard (the workers pull through Ray: a relay's host)
+    # more per round and shard
     if transport == "tcp":
         assert all(s["bulk_received"] >= ROUNDS for s in shards), shards
     else:
@@ -138,6 +138,13 @@ def test_the_hosts_relay_sends_the_shard_one_push_per_round(two_nodes, transport
     head, _ = two_nodes
     assert list(relays) == [head]
     stats = relays[head]
+    if transport == "tcp":
+        # the workers pulled through the relay: each round's chunk of each
+        # shard (one: 2.2 MB) fetched once, over TCP, for both workers
+        assert stats["pulled"] == stats["pulled_tcp"] == 2 * ROUNDS, stats
+        assert stats["pull_calls"] == 2 * stats["pulled"], stats
+    else:   # each worker from the object store, which Ray moves to the host once
+        assert stats["pull_calls"] == stats["pulled"] == 0, stats
     assert stats["node"] == head and tuple(stats["ranks"]) == (0, 1)
     # per round, one message from each worker per shard in, one per shard out
     assert stats["received"] == 2 * 2 * ROUNDS, stats
