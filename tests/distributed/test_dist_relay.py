@@ -143,6 +143,7 @@ def test_the_hosts_relay_sends_the_shard_one_push_per_round(two_nodes, transport
         # shard (one: 2.2 MB) fetched once, over TCP, for both workers
         assert stats["pulled"] == stats["pulled_tcp"] == 2 * ROUNDS, stats
         assert stats["pull_calls"] == 2 * stats["pulled"], stats
+        assert stats["pull_copies"] == 0, stats   # received straight into its segments
     else:   # each worker from the object store, which Ray moves to the host once
         assert stats["pull_calls"] == stats["pulled"] == 0, stats
     assert stats["node"] == head and tuple(stats["ranks"]) == (0, 1)

@@ -91,6 +91,17 @@ class _Part:
             self.sent.discard(self.floor)
 
 
+class _Meta:
+    """A part's dtype and shape, as :func:`.shm.layout` reads an array's."""
+
+    __slots__ = ("dtype", "shape", "nbytes")
+
+    def __init__(self, dtype: np.dtype, shape: Tuple[int, ...]) -> None:
+        self.dtype = np.dtype(dtype)
+        self.shape = tuple(shape)
+        self.nbytes = int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize
+
+
 class _Pulled:
     """A chunk's pull as the relay fetches it once for the host's workers:
     its answer (or error) once :attr:`event` is set, and how many of them
@@ -284,8 +295,20 @@ class HostRelay:
         through the object store) into the next segment of their ring."""
         assert self.links is not None and self.pub is not None
         actor = self.chan.shards[shard]
+        pub, ring = self.pub, (shard, parts.names)
         client = self.links.client(shard)
-        bulk = BulkRef(client.id, client.expect()) if client is not None else None
+        writing: List[Any] = []
+
+        def into(metas: list) -> Optional[List[np.ndarray]]:
+            # (on the connection's receiving thread: the answer's bytes go
+            # straight into the next segment of the ring, no copy after)
+            try:
+                seg, where, gen = pub.begin(ring, [_Meta(d, s) for d, s in metas])
+            except OSError:
+                return None   # (fresh buffers, published by a copy)
+            writing.append((seg, where, gen))
+            return [seg.view(*w) for w in where]
+        bulk = BulkRef(client.id, client.expect(into)) if client is not None else None
         reply = self.ray.get(actor.pull.remote(shard_incarnation, self.ranks[0], parts, False,
                                                bulk), timeout=self.fail_s)
         arrays = None
@@ -299,9 +322,12 @@ class HostRelay:
                     self.pulled_tcp += 1
         elif client is not None and bulk is not None:
             client.forget(bulk.token)
-        if arrays is None:
-            arrays = self.ray.get(reply.ref, timeout=self.fail_s)
-        batch = self.pub.publish((shard, parts.names), arrays)
+        if arrays is not None and writing:
+            batch = pub.end(*writing[-1])
+        else:
+            if arrays is None:
+                arrays = self.ray.get(reply.ref, timeout=self.fail_s)
+            batch = pub.publish(ring, arrays)
         with self.lock:
             self.pulled += 1
         return PullReply(batch, reply.durable)
@@ -317,4 +343,5 @@ class HostRelay:
         """Messages received from the host's workers and sent to shards, and where."""
         return {"incarnation": self.incarnation, "node": self.node, "ranks": self.ranks,
                 "received": self.received, "sent": self.sent, "pull_calls": self.pull_calls,
-                "pulled": self.pulled, "pulled_tcp": self.pulled_tcp}
+                "pulled": self.pulled, "pulled_tcp": self.pulled_tcp,
+                "pull_copies": 0 if self.pub is None else self.pub.copies}
