@@ -10,6 +10,8 @@ Three routes, chosen per shard:
 * **the host's relay** (:mod:`.relay`) for dense ``dist_sync`` pushes to a
   shard on another node, when this node runs other workers of the job
   (``MXKV_HOST_AGGREGATION``): handed over through the same push segments;
+  and, over TCP, for the pulls of chunks from such shards: the relay
+  fetches each once for the host's workers, who read its pull segment;
 * **a TCP connection per remote shard** (:mod:`.bulk`, ``MXKV_BULK_TRANSPORT=tcp``,
   the default) for the chunks of a dense ``dist_sync`` round streamed to a
   shard on another node: packed into a push segment (kept until durable,
