@@ -108,7 +108,7 @@ def render() -> str:
             params = "; ".join(_param(p) for p in d.params) or "none"
             notes = d.doc.split("\n")[0]
             if d.differences:
-                notes += f" **Differs from MXNet:** {d.differences}."
+                notes += f" **Differs from MXNet:** {d.differences.rstrip('.')}."
             lines.append(f"| {_cell(py)} | {clj} | {_cell(inputs)} | {_cell(params)} | "
                          f"{_cell(notes)} |")
         lines.append("")

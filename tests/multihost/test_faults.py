@@ -112,6 +112,13 @@ def test_remote_host_lost(bed_tool, clean_bed, tmp_path, fault):
             init = bed.hosts[1].init_pid
             kill([q for q in bed_tool._pids_in(bed.hosts[1].pidns) if q != init])
         else:
+            # host 1's keeper finds the job's actor that runs worker 1 by
+            # the directory it holds open (Ray's table is out of its reach
+            # once the link is down)
+            actor = host_pids(bed_tool, bed, 1, "ray::RemoteProcess")
+            assert len(actor) == 1 and any(
+                os.readlink(f"/proc/{actor[0]}/fd/{fd}").endswith("-data")
+                for fd in os.listdir(f"/proc/{actor[0]}/fd")), actor
             bed.link(1, up=False)
         open(os.path.join(out, "go"), "w").close()
         code = p.wait(timeout=240)
@@ -130,8 +137,11 @@ def test_remote_host_lost(bed_tool, clean_bed, tmp_path, fault):
             assert not now[1], now
             # declared dead for its silence, naming the host (how long after
             # MXKV_DEAD_TIMEOUT is recorded above, not asserted: load decides)
-            silent = re.search(rf"worker 1 was declared dead: .*{bed.prefix}-h1.* for "
-                               r"([\d.]+) s", log)
+            # (by its node's agent: "its host ... is unreachable (no heartbeat
+            # from its node ... for N s)", or by its own heartbeat, whichever
+            # falls silent first: "no heartbeat for N s from HOST:PID")
+            silent = re.search(rf"worker 1 was declared dead: (?=.*{bed.prefix}-h1).*?"
+                               r"for ([\d.]+) s", log)
             assert silent and float(silent.group(1)) >= DEAD, log[-3000:]
     finally:
         bed.restart_host(1)

@@ -108,6 +108,7 @@ class RemoteProcess:
         import ray
 
         self.lines: "collections.deque[bytes]" = collections.deque()
+        self._held = _hold_job_dir(env.get("MXKV_JOB", ""))
         self.proc = _spawn(cmd, env, False)
         threading.Thread(target=self._pump, daemon=True).start()
         return socket.gethostname(), ray.get_runtime_context().get_node_id()
@@ -133,6 +134,22 @@ class RemoteProcess:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+
+
+def _hold_job_dir(job: str) -> Optional[int]:
+    """Keep a descriptor open on this node's directory of job ``job``
+    (made by its node agent, when there is one): the node's keeper sweeps
+    every process holding something there when the job is gone, this
+    actor included, with no need of Ray's actor table, which a host cut
+    off from the head cannot read (:mod:`.node_keeper`)."""
+    from .shm import data_dir
+
+    if not job:
+        return None
+    try:
+        return os.open(data_dir(job), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:   # no agent here (one node): the launcher's cleanup covers it
+        return None
 
 
 class RayProcess:
