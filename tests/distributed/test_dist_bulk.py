@@ -131,6 +131,40 @@ def test_pushes_and_pull_answers_cross_one_connection(server):
         client.close()
 
 
+def test_a_pull_answer_is_received_where_the_client_says(server):
+    client = BulkClient(lambda: server.address, SECRET)
+    try:
+        place = np.zeros(16384, np.uint8)   # (a relay's pull segment, say)
+        asked = []
+
+        def into(metas):
+            asked.append(metas)
+            out, off = [], 0
+            for dtype, shape in metas:
+                n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                out.append(place[off:off + n].view(dtype).reshape(shape))
+                off += -(-n // 64) * 64
+            return out
+        token = client.expect(into)
+        assert server.send(client.id, token, ARRAYS)
+        got = client.wait(token, 20)
+        same(got, ARRAYS)
+        assert [(d, s) for d, s in asked[0]] == [(a.dtype, a.shape) for a in ARRAYS]
+        assert all(np.shares_memory(g, place) for g in got if g.nbytes)
+        np.testing.assert_array_equal(place[:48].view(np.float32).reshape(3, 4), ARRAYS[0])
+        # without ``into``: fresh buffers
+        token = client.expect()
+        assert server.send(client.id, token, ARRAYS[:1])
+        assert not np.shares_memory(client.wait(token, 20)[0], place)
+        # an ``into`` that fails, or gives buffers that do not fit: fresh ones
+        for bad in (lambda metas: 1 / 0, lambda metas: [np.zeros(3, np.float32)]):
+            token = client.expect(bad)
+            assert server.send(client.id, token, ARRAYS[:1])
+            same(client.wait(token, 20), ARRAYS[:1])
+    finally:
+        client.close()
+
+
 def test_a_connection_broken_mid_chunk_delivers_nothing_and_the_chunk_comes_again(server):
     sock = connect(server.address, SECRET, b"k" * 16)
     data = encode_header(PUSH, 7, ARRAYS) + b"".join(x.tobytes() for x in ARRAYS)

@@ -85,7 +85,7 @@ def two_nodes():
 
 
 def run_job(nodes, name, extra_env=None, pause=None, during=None, worker_nodes=None,
-            spread=False):
+            spread=False, shard_env=None):
     """Workers on ``worker_nodes`` (default: two on the head node), two
     shards on the other node (``spread``: one on each); returns the
     workers' results, the shards' stats and the relays' stats."""
@@ -96,7 +96,7 @@ def run_job(nodes, name, extra_env=None, pause=None, during=None, worker_nodes=N
     placed = {} if spread else {"shard_options": {
         "scheduling_strategy": NodeAffinitySchedulingStrategy(other, soft=False)}}
     job = create_job(len(worker_nodes), 2, name=f"{name}-{os.getpid()}", timeouts=FAST,
-                     **placed)
+                     shard_env=shard_env, **placed)
     try:
         want = sorted([head, other]) if spread else [other, other]
         assert sorted(job.shard_nodes()) == want
@@ -130,7 +130,7 @@ def test_the_hosts_relay_sends_the_shard_one_push_per_round(two_nodes, transport
                                       {"MXKV_BULK_TRANSPORT": transport})
     check_values(results)
     # the relay's sums came on its TCP connections (bulk.py), one chunk or
-    # more per round and shard (the workers pull through Ray: a relay's host)
+    # more per round and shard
     if transport == "tcp":
         assert all(s["bulk_received"] >= ROUNDS for s in shards), shards
     else:
@@ -138,6 +138,14 @@ def test_the_hosts_relay_sends_the_shard_one_push_per_round(two_nodes, transport
     head, _ = two_nodes
     assert list(relays) == [head]
     stats = relays[head]
+    if transport == "tcp":
+        # the workers pulled through the relay: each round's chunk of each
+        # shard (one: 2.2 MB) fetched once, over TCP, for both workers
+        assert stats["pulled"] == stats["pulled_tcp"] == 2 * ROUNDS, stats
+        assert stats["pull_calls"] == 2 * stats["pulled"], stats
+        assert stats["pull_copies"] == 0, stats   # received straight into its segments
+    else:   # each worker from the object store, which Ray moves to the host once
+        assert stats["pull_calls"] == stats["pulled"] == 0, stats
     assert stats["node"] == head and tuple(stats["ranks"]) == (0, 1)
     # per round, one message from each worker per shard in, one per shard out
     assert stats["received"] == 2 * 2 * ROUNDS, stats
@@ -147,6 +155,20 @@ def test_the_hosts_relay_sends_the_shard_one_push_per_round(two_nodes, transport
     # 2 and the 2 small keys), once per round
     assert {tuple(r) if isinstance(r, (list, tuple)) else r for r, _ in arrivals} == {(0, 1)}
     assert len(arrivals) == 4 * ROUNDS
+
+
+def test_a_relay_whose_shards_have_no_listener_pulls_through_the_object_store(two_nodes):
+    # the shards without a TCP listener (MXKV_BULK_TRANSPORT=ray on their
+    # side): the relay still fetches each chunk once for both workers, from
+    # the object store, and copies it into its segment
+    results, shards, relays = run_job(two_nodes, "relaynolisten",
+                                      shard_env={"MXKV_BULK_TRANSPORT": "ray"})
+    check_values(results)
+    assert [s["bulk"] for s in shards] == [None, None]
+    stats = relays[two_nodes[0]]
+    assert stats["pulled"] == 2 * ROUNDS and stats["pulled_tcp"] == 0, stats
+    assert stats["pull_calls"] == 2 * stats["pulled"], stats
+    assert stats["pull_copies"] == stats["pulled"], stats
 
 
 def test_without_host_aggregation_each_worker_pushes_to_the_shard(two_nodes):

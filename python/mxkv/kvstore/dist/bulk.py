@@ -124,9 +124,16 @@ def _recv_into(sock: socket.socket, view: memoryview) -> None:
         got += k
 
 
-def recv_frame(sock: socket.socket) -> Tuple[int, int, List[np.ndarray]]:
-    """Receive one frame: (kind, token, arrays), each array a fresh buffer
-    filled by ``recv_into``. ConnectionError on a short read or a bad header."""
+#: ``alloc(kind, token, [(dtype, shape), ...])``: where a frame's arrays are
+#: received (C-contiguous, of those dtypes and shapes), or None: fresh buffers
+Alloc = Callable[[int, int, List[Tuple[np.dtype, Tuple[int, ...]]]], Optional[List[np.ndarray]]]
+
+
+def recv_frame(sock: socket.socket, alloc: Optional[Alloc] = None
+               ) -> Tuple[int, int, List[np.ndarray]]:
+    """Receive one frame: (kind, token, arrays), each array filled by
+    ``recv_into``: a fresh buffer, or where ``alloc`` says. ConnectionError
+    on a short read or a bad header."""
     magic, kind, token, nparts = HEADER.unpack(_recv_exact(sock, HEADER.size))
     if magic != MAGIC or kind not in (PUSH, PULL, ACK) or nparts > MAX_PARTS:
         raise ConnectionError("not an mxkv bulk frame")
@@ -141,11 +148,12 @@ def recv_frame(sock: socket.socket) -> Tuple[int, int, List[np.ndarray]]:
         if dtype.hasobject:
             raise ConnectionError("a bulk frame names an object dtype")
         metas.append((dtype, tuple(shape)))
+    given = alloc(kind, token, metas) if alloc is not None and nparts else None
     arrays = []
-    for dtype, shape in metas:
-        a = np.empty(shape, dtype)
+    for i, (dtype, shape) in enumerate(metas):
+        a = given[i] if given is not None else np.empty(shape, dtype)
         if a.nbytes:
-            _recv_into(sock, a.data.cast("B"))
+            _recv_into(sock, a.reshape(-1).view(np.uint8).data)
         arrays.append(a)
     return kind, token, arrays
 
@@ -349,12 +357,14 @@ class BulkServer:
 class _Slot:
     """A pull answer awaited by token."""
 
-    __slots__ = ("event", "arrays", "error")
+    __slots__ = ("event", "arrays", "error", "into")
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.arrays: Optional[List[np.ndarray]] = None
         self.error: Optional[BaseException] = None
+        #: ``into(metas)``: where the answer is received (None: fresh buffers)
+        self.into: Optional[Callable[[list], Optional[List[np.ndarray]]]] = None
 
 
 def connect(address: Tuple[str, int], secret: bytes, client: bytes,
@@ -445,10 +455,29 @@ class BulkClient:
             s.error = ConnectionError(f"the bulk connection broke: {exc}")
             s.event.set()
 
+    def _into(self, kind: int, token: int, metas: list) -> Optional[List[np.ndarray]]:
+        """Where a pull answer is received: its slot's ``into``, if any."""
+        if kind != PULL:
+            return None
+        with self._lock:
+            slot = self._slots.get(token)
+        if slot is None or slot.into is None:
+            return None
+        try:
+            got = slot.into(metas)
+        except Exception as exc:  # noqa: BLE001 - received into fresh buffers instead
+            log.warning("mxkv: a pull answer's buffers could not be made (%s); fresh ones", exc)
+            return None
+        if got is not None and [(a.dtype, a.shape) for a in got] != \
+                [(d, tuple(s)) for d, s in metas]:
+            log.warning("mxkv: a pull answer's buffers do not fit it; fresh ones")
+            return None
+        return got
+
     def _recv_loop(self, sock: socket.socket, gen: int) -> None:
         try:
             while True:
-                kind, token, arrays = recv_frame(sock)
+                kind, token, arrays = recv_frame(sock, self._into)
                 if kind == ACK:
                     with self._lock:
                         self._unacked.pop(token, None)
@@ -518,11 +547,14 @@ class BulkClient:
         """Queue a pushed chunk (its arrays: ``ref.arrays``), sent in order."""
         self._queue.put((ref.token, ref.arrays or []))
 
-    def expect(self) -> int:
-        """A token for a pull's answer (awaited with :meth:`wait`)."""
+    def expect(self, into: Optional[Callable[[list], Optional[List[np.ndarray]]]] = None
+               ) -> int:
+        """A token for a pull's answer (awaited with :meth:`wait`);
+        ``into([(dtype, shape), ...])`` gives the arrays it is received
+        into (called on the receiving thread; None: fresh buffers)."""
         token = self.token()
         with self._lock:
-            self._slots.setdefault(token, _Slot())
+            self._slots.setdefault(token, _Slot()).into = into
         return token
 
     def wait(self, token: int, timeout: float) -> List[np.ndarray]:

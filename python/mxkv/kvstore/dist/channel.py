@@ -189,7 +189,7 @@ class Channel:
                     with self.lock:
                         self._resend([msg])
                     continue
-                if self._is_restart(exc):
+                if self.is_restart(exc):
                     if msg.relayed:
                         self.resync_relay()
                     else:
@@ -246,7 +246,7 @@ class Channel:
                 try:
                     results[i] = self.ray.get(c.ref)
                 except Exception as exc:  # noqa: BLE001
-                    if self._is_restart(exc):
+                    if self.is_restart(exc):
                         self.resync(c.shard)
                         c.ref = c.make(self.incarnation[c.shard])
                         retry.append(i)
@@ -268,7 +268,7 @@ class Channel:
                 try:
                     result = self.ray.get(ref)
                 except Exception as exc:  # noqa: BLE001
-                    if self._is_restart(exc):
+                    if self.is_restart(exc):
                         self.resync(c.shard)
                         c.ref = c.make(self.incarnation[c.shard])
                         todo[c.ref] = i
@@ -276,7 +276,9 @@ class Channel:
                     raise self._translate(exc, c.what) from None
                 yield i, result
 
-    def _is_restart(self, exc: BaseException) -> bool:
+    def is_restart(self, exc: BaseException) -> bool:
+        """Whether a call failed because its actor restarted (or is
+        restarting): the call is made again once it is back."""
         cause = _cause(exc)
         if isinstance(cause, ShardRestarted):
             return True

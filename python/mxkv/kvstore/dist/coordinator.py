@@ -237,11 +237,12 @@ class Coordinator:
             # owned by this actor: it goes when the job's coordinator does
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-            from .job import NAMESPACE, import_ray
+            from .job import NAMESPACE, RELAY_PULLS, import_ray
             from .relay import HostRelay, relay_name
 
             ray = import_ray()
-            relay = self.relays[node] = ray.remote(HostRelay).options(
+            relay = self.relays[node] = ray.remote(
+                concurrency_groups={RELAY_PULLS: 128})(HostRelay).options(
                 name=relay_name(self.job, node), namespace=NAMESPACE, num_cpus=0,
                 max_restarts=-1, max_task_retries=0, max_concurrency=64,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(

@@ -30,11 +30,15 @@ from typing import Any, Optional
 from ...base import MXNetError, env
 from .config import DistConfig, Timeouts
 
-__all__ = ["JobEnv", "Timeouts", "NAMESPACE", "coordinator_name", "shard_name",
+__all__ = ["JobEnv", "Timeouts", "NAMESPACE", "RELAY_PULLS", "coordinator_name", "shard_name",
            "import_ray", "connect"]
 
 #: the Ray namespace holding every mxkv job's actors
 NAMESPACE = "mxkv"
+#: a relay's concurrency group for its host's pulls (relay.py): threads of
+#: their own, so pulls waiting for a round never hold up the pushes that
+#: complete it
+RELAY_PULLS = "pulls"
 
 
 def coordinator_name(job: str) -> str:

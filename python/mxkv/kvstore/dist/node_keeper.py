@@ -14,7 +14,8 @@ owned by the process that created the job). Each agent:
   the job is gone (below), the keeper SIGKILLs this node's processes of the
   job (those whose environment carries ``MXKV_JOB=<job>``: the workers and
   servers ``--launcher ray`` started, and their children; and those holding
-  a file in the job's directories here: shards, relays, the actors that run the workers) and removes those
+  a file in the job's directories here: shards, relays, the actors that run
+  the workers) and removes those
   directories (the pull segments, the job's own checkpoint directory, the
   replicas), then exits. A joined node's Ray processes are not the job's
   and stay. The agent makes those directories and marks them (``.mxkv-node``:

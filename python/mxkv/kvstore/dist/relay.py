@@ -9,11 +9,20 @@ through shared memory (the same push segments a same-host shard reads,
 relay sums them (in rank order) and sends the shard one push that stands
 for all of them (a tuple of ranks, :meth:`.rounds.RoundBook.accept`). One
 copy per host crosses the network, and the shard sums one value per host.
-Pulls need no relay: a shard answers every worker of a round with the same
-snapshot (over each worker's TCP connection, :mod:`.bulk`, or an
-object-store copy that Ray moves to a host once). The relay's sums go to
-the shard over its own TCP connection (``MXKV_BULK_TRANSPORT=tcp``) or
-through the object store.
+The relay's sums go to the shard over its own TCP connection
+(``MXKV_BULK_TRANSPORT=tcp``) or through the object store.
+
+Pulls: a shard answers every worker of a round with the same snapshot.
+With ``MXKV_BULK_TRANSPORT=tcp`` the host's workers ask the relay
+(:meth:`HostRelay.pull`): the first to ask for a chunk of a round has the
+relay fetch it from the shard once, over the relay's TCP connection, into
+a pull segment of its own (:class:`~.shm.Publisher`, a ring of two per
+chunk); every worker of the host is answered with that segment and copies
+from it (and, if the segment was rewritten while it read, pulls again
+through the object store). So a chunk crosses the link once per host, as
+Ray's object transfer moves it, without that transfer's copies and
+processes. With ``ray``, the workers pull from the shard themselves
+through the object store (Ray moves the snapshot to the host once).
 
 Used for ``dist_sync`` (and ``dist_device_sync``) dense pushes without P3;
 ``dist_async`` applies each push alone, and compressed or row-sparse
@@ -35,19 +44,22 @@ Exactly once, across restarts of either side:
 """
 from __future__ import annotations
 
+import collections
 import threading
 import uuid
-from typing import Any, Dict, List, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
+from ...base import MXNetTimeoutError
 from ...ndarray._util import empty_aligned
-from .channel import Call, Channel, Message
+from .bulk import BulkRef
+from .channel import Call, Channel, Message, _cause
 from .config import DistConfig
 from .job import NAMESPACE, coordinator_name, import_ray
-from .messages import Push, ShardRestarted
+from .messages import Pull, PullReply, Push, ShardRestarted
 from .p3 import PrioritySender
-from .shm import Reader, ShmBatch, node_id
+from .shm import Publisher, Reader, ShmBatch, data_dir, node_id, remove_stale
 from .transport import BulkRoutes
 
 __all__ = ["HostRelay", "relay_name"]
@@ -77,6 +89,36 @@ class _Part:
         while self.floor + 1 in self.sent:
             self.floor += 1
             self.sent.discard(self.floor)
+
+
+class _Meta:
+    """A part's dtype and shape, as :func:`.shm.layout` reads an array's."""
+
+    __slots__ = ("dtype", "shape", "nbytes")
+
+    def __init__(self, dtype: np.dtype, shape: Tuple[int, ...]) -> None:
+        self.dtype = np.dtype(dtype)
+        self.shape = tuple(shape)
+        self.nbytes = int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize
+
+
+class _Pulled:
+    """A chunk's pull as the relay fetches it once for the host's workers:
+    its answer (or error) once :attr:`event` is set, and how many of them
+    took it."""
+
+    __slots__ = ("event", "reply", "error", "taken")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.reply: Optional[PullReply] = None
+        self.error: Optional[BaseException] = None
+        self.taken = 0
+
+
+#: chunks' pulls remembered for the host's workers that have not asked yet
+#: (a worker that pulls other parts than the rest never asks: oldest go first)
+MAX_PULLS = 1024
 
 
 class HostRelay:
@@ -117,6 +159,19 @@ class HostRelay:
         self.buffers: Dict[Any, List[np.ndarray]] = {}   # free sum buffers, per part
         self.received = 0
         self.sent = 0
+        self.fail_s = config.timeouts.fail
+        # the host's pulls (tcp): each chunk fetched once over the relay's
+        # connection into a pull segment every worker of the host reads
+        self.pulls: "collections.OrderedDict[Any, _Pulled]" = collections.OrderedDict()
+        self.pub: Optional[Publisher] = None
+        if self.links is not None:
+            prefix = f"relay-{(self.node or 'node')[:12]}-"
+            remove_stale(data_dir(job), prefix)   # an earlier incarnation's
+            self.pub = Publisher(data_dir(job), prefix + self.incarnation[:8],
+                                 config.shm_publish_bytes)
+        self.pull_calls = 0      # workers' pull calls answered
+        self.pulled = 0          # chunks fetched from shards
+        self.pulled_tcp = 0      # of which over the relay's TCP connections
 
     def hello(self) -> dict:
         """The incarnation and node (a worker resyncs when the incarnation changes)."""
@@ -193,6 +248,90 @@ class HostRelay:
                                       release=release),
                            sum(b.nbytes for b in sums))
 
+    def pull(self, shard: int, shard_incarnation: str, parts: Pull) -> PullReply:
+        """A host worker's pull of ``parts`` (a chunk of a round) from
+        ``shard``: a :class:`~.shm.ShmBatch` in this relay's pull segment,
+        fetched from the shard by the first of the host's workers to ask
+        and shared with the others (``MXKV_BULK_TRANSPORT=tcp`` only)."""
+        if self.pub is None:
+            raise RuntimeError("the relay pulls only with MXKV_BULK_TRANSPORT=tcp")
+        key = (shard, parts)
+        with self.lock:
+            self.pull_calls += 1
+            known = self.pulls.get(key)
+            first = known is None
+            got = self.pulls[key] = _Pulled() if known is None else known
+            if first:
+                while len(self.pulls) > MAX_PULLS:
+                    self.pulls.popitem(last=False)
+        if first:
+            try:
+                if shard_incarnation != self.chan.incarnation[shard]:
+                    self.chan.resync(shard)   # (its new listener)
+                got.reply = self._fetch(shard, shard_incarnation, parts)
+            except Exception as exc:  # noqa: BLE001 - every waiter raises it
+                # a shard restarting: the workers resync and ask again
+                got.error = ShardRestarted("", {}) if self.chan.is_restart(exc) \
+                    and not isinstance(_cause(exc), ShardRestarted) else _cause(exc)
+                with self.lock:
+                    if self.pulls.get(key) is got:   # the next asker fetches anew
+                        del self.pulls[key]
+            finally:
+                got.event.set()
+        elif not got.event.wait(self.fail_s):
+            raise MXNetTimeoutError(f"the relay's pull from server shard {shard} did not "
+                                    f"come within {self.fail_s:g} s")
+        with self.lock:
+            got.taken += 1
+            if got.taken >= len(self.ranks) and self.pulls.get(key) is got:
+                del self.pulls[key]   # every worker of the host has it
+        if got.error is not None:
+            raise got.error
+        assert got.reply is not None
+        return got.reply
+
+    def _fetch(self, shard: int, shard_incarnation: str, parts: Pull) -> PullReply:
+        """Pull ``parts`` from ``shard`` (over TCP where connected, else
+        through the object store) into the next segment of their ring."""
+        assert self.links is not None and self.pub is not None
+        actor = self.chan.shards[shard]
+        pub, ring = self.pub, (shard, parts.names)
+        client = self.links.client(shard)
+        writing: List[Any] = []
+
+        def into(metas: list) -> Optional[List[np.ndarray]]:
+            # (on the connection's receiving thread: the answer's bytes go
+            # straight into the next segment of the ring, no copy after)
+            try:
+                seg, where, gen = pub.begin(ring, [_Meta(d, s) for d, s in metas])
+            except OSError:
+                return None   # (fresh buffers, published by a copy)
+            writing.append((seg, where, gen))
+            return [seg.view(*w) for w in where]
+        bulk = BulkRef(client.id, client.expect(into)) if client is not None else None
+        reply = self.ray.get(actor.pull.remote(shard_incarnation, self.ranks[0], parts, False,
+                                               bulk), timeout=self.fail_s)
+        arrays = None
+        if isinstance(reply.ref, BulkRef):
+            arrays = self.links.answer(shard, reply.ref, self.fail_s)
+            if arrays is None:   # the connection broke first: through the object store
+                reply = self.ray.get(actor.pull.remote(shard_incarnation, self.ranks[0],
+                                                       parts, False), timeout=self.fail_s)
+            else:
+                with self.lock:
+                    self.pulled_tcp += 1
+        elif client is not None and bulk is not None:
+            client.forget(bulk.token)
+        if arrays is not None and writing:
+            batch = pub.end(*writing[-1])
+        else:
+            if arrays is None:
+                arrays = self.ray.get(reply.ref, timeout=self.fail_s)
+            batch = pub.publish(ring, arrays)
+        with self.lock:
+            self.pulled += 1
+        return PullReply(batch, reply.durable)
+
     def stalled(self) -> List[Tuple[int, Any, int, List[int]]]:
         """Rounds being gathered here: (shard, part, round, ranks of this host missing)."""
         with self.lock:
@@ -203,4 +342,6 @@ class HostRelay:
     def stats(self) -> dict:
         """Messages received from the host's workers and sent to shards, and where."""
         return {"incarnation": self.incarnation, "node": self.node, "ranks": self.ranks,
-                "received": self.received, "sent": self.sent}
+                "received": self.received, "sent": self.sent, "pull_calls": self.pull_calls,
+                "pulled": self.pulled, "pulled_tcp": self.pulled_tcp,
+                "pull_copies": 0 if self.pub is None else self.pub.copies}

@@ -10,6 +10,8 @@ Three routes, chosen per shard:
 * **the host's relay** (:mod:`.relay`) for dense ``dist_sync`` pushes to a
   shard on another node, when this node runs other workers of the job
   (``MXKV_HOST_AGGREGATION``): handed over through the same push segments;
+  and, over TCP, for the pulls of chunks from such shards: the relay
+  fetches each once for the host's workers, who read its pull segment;
 * **a TCP connection per remote shard** (:mod:`.bulk`, ``MXKV_BULK_TRANSPORT=tcp``,
   the default) for the chunks of a dense ``dist_sync`` round streamed to a
   shard on another node: packed into a push segment (kept until durable,
@@ -36,6 +38,7 @@ import numpy as np
 from .bulk import BulkClient, BulkRef
 from .channel import Call, Channel, Message
 from .config import DistConfig
+from .job import RELAY_PULLS
 from .messages import Init, Pull, PullReply, Push
 from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir
 
@@ -398,9 +401,16 @@ class Transport:
         pieces = [(shard, items[lo:hi]) for shard, (items, sizes) in groups.items()
                   for lo, hi in chunks(sizes, self.chunk_bytes)]
 
+        # a host with a relay pulls through it: it fetches each chunk over
+        # its TCP connection once for all of the host's workers, into a
+        # segment they read (relay.py); without TCP, through the object
+        # store, which Ray moves to the host once
+        relay = chan.relay if self.relayed and self.links is not None else None
+
         def call(shard: int, items: list) -> Call:
-            # (a host with a relay pulls through the object store: Ray moves
-            # a round's snapshot to the host once for all of its workers)
+            if relay is not None:
+                return Call(shard, lambda inc: relay.pull.options(
+                    concurrency_group=RELAY_PULLS).remote(shard, inc, Pull.of(items)), "pull")
             client = self.links.client(shard) if self.links is not None \
                 and not self.relayed else None
 
@@ -413,6 +423,9 @@ class Transport:
             return Call(shard, make, "pull")
 
         def fetch(shard: int, items: list, ref: Any) -> None:
+            if isinstance(ref, ShmBatch):
+                self._relay_answer(shard, items, ref, consume)
+                return
             if isinstance(ref, BulkRef):
                 arrays = self._bulk_answer(shard, items, ref)
             else:
@@ -434,8 +447,28 @@ class Transport:
         connection broke first."""
         got = None if self.links is None else \
             self.links.answer(shard, ref, self.config.timeouts.fail)
-        if got is not None:
-            return got
+        return got if got is not None else self._pull_stored(shard, items)
+
+    def _relay_answer(self, shard: int, items: list, batch: ShmBatch,
+                      consume: Callable[[Dict[Any, Any], bool], None]) -> None:
+        """A chunk the host's relay fetched, read from its pull segment; the
+        chunk comes again through the object store when the segment was
+        rewritten (a later round) or gone while this worker read it."""
+        try:
+            views = self.reader.views(batch)
+        except OSError:
+            views = None
+        if views is not None:
+            consume({(shard, name): v for (name, _), v in zip(items, views)}, True)
+            fresh = self.reader.still(batch)
+            self.reader.done(batch)
+            if fresh:
+                return
+        arrays = self._pull_stored(shard, items)
+        consume({(shard, name): arr for (name, _), arr in zip(items, arrays)}, False)
+
+    def _pull_stored(self, shard: int, items: list) -> List[np.ndarray]:
+        """``items`` pulled from ``shard`` again, through the object store."""
         chan = self.chan
         reply, = chan.call([Call(shard, lambda inc: chan.shards[shard].pull.remote(
             inc, self.rank, Pull.of(items), False), "pull")], "pull")
