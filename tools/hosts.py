@@ -29,7 +29,8 @@ Everything goes at :meth:`Bed.down` (a ``with`` block's end, ``atexit``,
 SIGTERM/SIGINT/SIGHUP): the hosts' processes (killing a PID namespace's
 first process kills all of it), the namespaces and so their links and
 tmpfs, the bed's directory. The bed's directory (:attr:`Bed.dir`) is shared
-by every host at the same path, for files all of them must see.
+by every host at the same path, for files all of them must see; so are
+this checkout and its Python when they live under /tmp (a clone there).
 """
 from __future__ import annotations
 
@@ -60,10 +61,12 @@ PREFIX_RE = re.compile(r"^mxkvh(\d+)x")
 _INIT = r"""
 set -e
 mount -t tmpfs -o mode=1777 tmpfs "$STAGE"
-case "$BED_DIR" in /tmp/*)   # kept in sight under the host's own /tmp
-    mkdir -p "$STAGE/${BED_DIR#/tmp/}"
-    mount --bind "$BED_DIR" "$STAGE/${BED_DIR#/tmp/}";;
-esac
+IFS=:
+for d in $KEEP_DIRS; do   # kept in sight under the host's own /tmp
+    mkdir -p "$STAGE/${d#/tmp/}"
+    mount --bind "$d" "$STAGE/${d#/tmp/}"
+done
+unset IFS
 mount --move "$STAGE" /tmp
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 hostname "$HOSTNAME_"
@@ -112,6 +115,17 @@ def _tbf(rate: str) -> List[str]:
     bits = float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)]
     burst = max(256 * 1024, int(bits / 8 * 0.002))
     return ["tbf", "rate", rate, "burst", str(burst), "latency", "20ms"]
+
+
+def _kept_in_sight(bed_dir: str) -> List[str]:
+    """The directories under /tmp that a host's own /tmp must still show:
+    the bed's directory, this checkout and the Python running it (a clone
+    in /tmp: its venv's python would vanish from the hosts), the working
+    directory; none inside another."""
+    found = sorted({os.path.realpath(p) for p in (bed_dir, ROOT, sys.prefix, sys.base_prefix,
+                                                   os.getcwd())})
+    under = [p for p in found if p.startswith("/tmp/")]
+    return [p for p in under if not any(p.startswith(q + "/") for q in under if q != p)]
 
 
 class Host:
@@ -230,7 +244,7 @@ class Bed:
     def _start_init(self, h: Host) -> None:
         stage = os.path.join(self.dir, f"stage{h.index}")
         os.mkdir(stage)
-        env = dict(os.environ, STAGE=stage, BED_DIR=self.dir,
+        env = dict(os.environ, STAGE=stage, KEEP_DIRS=":".join(_kept_in_sight(self.dir)),
                    HOSTNAME_=f"{self.prefix}-h{h.index}")
         # KILL when this process dies (setpriv), and the namespace's first
         # process with `unshare` (--kill-child): the PID namespace dies with it
