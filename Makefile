@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.mxkv-installed
 
-.PHONY: all setup test test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-multihost bench-ops bench-smoke bench-sweeps gpu-check gpu-check-quick lint clean
+.PHONY: all setup test test-lane2 test-fast test-python test-interop test-clojure tutorial clojure golden bench bench-quick bench-record bench-dist bench-multihost bench-ops bench-smoke bench-sweeps gpu-check gpu-check-quick lint clean
 
 all: test
 
@@ -31,15 +31,23 @@ clojure: $(STAMP)
 
 # The Clojure suite runs inside test-interop, over Py4J and over JPype.
 # Much of both suites waits (JVM and Ray start-ups, jobs polled to their
-# end, grace periods), so they run side by side, each printed in one piece
-# as it ends (--output-sync); then the whole-job tests (`launch`) of both,
-# one suite at a time: they count this checkout's Ray processes, which the
-# other suite's jobs would change. MARKS="..." selects tests in either.
+# end, grace periods), so they run side by side in two lanes of about the
+# same length, each printed in one piece as it ends (--output-sync): the
+# Python suite, and interop-tests followed by the emulated-host tier
+# (tests/multihost: its hosts have their own process tables and /dev/shm);
+# then the whole-job tests (`launch`) of both, one suite at a time: they
+# count this checkout's Ray processes, which the other suite's jobs would
+# change. MARKS="..." selects tests in test-python and test-interop.
 test: clojure
-	@s=0; $(MAKE) --no-print-directory -j2 --output-sync=target test-python test-interop \
-	  MARKS="not launch" || s=1; \
+	@s=0; $(MAKE) --no-print-directory -j2 --output-sync=target test-python test-lane2 \
+	  MARKS="not launch and not multihost" || s=1; \
 	$(PY) -m pytest -q -m launch tests || s=1; \
 	$(PY) -m pytest -q -m launch interop-tests || s=1; exit $$s
+
+# make test's second lane
+test-lane2: clojure
+	@s=0; $(PY) -m pytest -q -m "not launch" interop-tests || s=1; \
+	$(PY) -m pytest -q -m "multihost and not launch" tests || s=1; exit $$s
 
 # The inner loop: every test that needs no JVM, no Ray cluster and not the
 # docs runner, nor the emulated hosts (tests/conftest.py marks those by
