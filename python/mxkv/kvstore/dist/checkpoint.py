@@ -8,9 +8,9 @@ sequence, the optimizer when it changed). A background thread appends each
 delta to ``<dir>/shard-<i>.ckpt`` as one record; loading replays the
 records in order, the newest field of each part winning.
 
-Record: a header ``MXKVLOG2 | seq | length | crc32 of those``, the body (a
+Record: a header ``MXKVLOG3 | seq | length | crc32 of those``, the body (a
 pickle, protocol 5, whose arrays are written straight from their memory as
-out-of-band buffers), then a footer ``MXKVEND2 | seq | crc32 of the body``.
+out-of-band buffers), then a footer ``MXKVEND3 | seq | xxh3-64 of the body``.
 A record counts only when its footer is there, so a kill at any moment
 leaves a loadable log: at worst its last record is torn (it ends past the
 end of the file), and it is ignored (and cut off when a restarted shard
@@ -25,7 +25,10 @@ flushed and ``fsync``-ed before the shard learns it is durable, which is
 when workers may forget the pushes it covers; on a shared
 ``MXKV_CHECKPOINT_DIR`` a shard restarted on another host reads the log
 from there. The body's checksum is computed as it is written, a chunk at a
-time (crc32: 25 ms per 100 MB here, against 110 ms for blake2b).
+time (xxh3-64, the ``xxhash`` package: 2.5 ms per 51 MB here, against
+13 ms for zlib's crc32 and 110 ms per 100 MB for blake2b; with crc32 the
+checksums were 14% of a shard's CPU samples in a ResNet-50 2x2 job, 4 ms
+a step).
 
 Files are created 0600; the directory is the job's (:mod:`.ckpt_dir`).
 
@@ -61,16 +64,18 @@ import threading
 import zlib
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import xxhash
+
 from ...base import MXNetIOError
 
 __all__ = ["CheckpointLog", "CorruptCheckpoint", "checkpoint_path", "copy_state",
            "merge_deltas", "apply_delta", "load_log", "open_private", "record_spans"]
 
-_MAGIC = b"MXKVLOG2"
-_END = b"MXKVEND2"
+_MAGIC = b"MXKVLOG3"
+_END = b"MXKVEND3"
 _HEAD = struct.Struct("<8sQQ")       # magic, sequence, body length
 _HEADER = struct.Struct("<8sQQI")    # ... and the crc32 of those
-_FOOTER = struct.Struct("<8sQI")     # end magic, sequence, crc32 of the body
+_FOOTER = struct.Struct("<8sQQ")     # end magic, sequence, xxh3-64 of the body
 _CHUNK = 8 << 20                     # bytes checksummed then written at a time
 _META = struct.Struct("<QQ")       # meta pickle length, number of buffers
 _LEN = struct.Struct("<Q")
@@ -179,7 +184,7 @@ def _nbytes(obj: Any) -> int:
 
 def _write_record(f: Any, seq: int, obj: Any) -> int:
     """Append one record holding ``obj`` to the open file ``f`` (header, pickle
-    with its out-of-band buffers, footer with the body's crc32, computed a
+    with its out-of-band buffers, footer with the body's xxh3-64, computed a
     chunk at a time as it is written), flushed and fsync'd; its size in bytes."""
     bufs: List[Any] = []
     meta = pickle.dumps(obj, protocol=5, buffer_callback=bufs.append)
@@ -187,11 +192,10 @@ def _write_record(f: Any, seq: int, obj: Any) -> int:
     length = _META.size + len(meta) + sum(_LEN.size + r.nbytes for r in raws)
     head = _HEAD.pack(_MAGIC, seq, length)
     f.write(_HEADER.pack(_MAGIC, seq, length, zlib.crc32(head)))
-    crc = 0
+    digest = xxhash.xxh3_64()
 
     def put(data: Any) -> None:
-        nonlocal crc
-        crc = zlib.crc32(data, crc)
+        digest.update(data)
         f.write(data)
 
     put(_META.pack(len(meta), len(raws)))
@@ -201,17 +205,17 @@ def _write_record(f: Any, seq: int, obj: Any) -> int:
         view = memoryview(r).cast("B")
         for at in range(0, len(view), _CHUNK):
             put(view[at:at + _CHUNK])
-    f.write(_FOOTER.pack(_END, seq, crc))
+    f.write(_FOOTER.pack(_END, seq, digest.intdigest()))
     f.flush()
     os.fsync(f.fileno())
     return _HEADER.size + length + _FOOTER.size
 
 
-def _crc(view: Any) -> int:
-    crc = 0
+def _digest(view: Any) -> int:
+    digest = xxhash.xxh3_64()
     for at in range(0, len(view), _CHUNK):
-        crc = zlib.crc32(view[at:at + _CHUNK], crc)
-    return crc
+        digest.update(view[at:at + _CHUNK])
+    return digest.intdigest()
 
 
 def _records(buf: Any, path: str = "") -> Tuple[List[Tuple[int, Any]], int]:
@@ -241,7 +245,7 @@ def _records(buf: Any, path: str = "") -> Tuple[List[Tuple[int, Any]], int]:
             raise CorruptCheckpoint(path, len(out), pos, "footer",
                                     f"footer {bytes(emagic)!r} #{eseq} after header #{seq}")
         record = view[body:end]
-        if _crc(record) != bcrc:
+        if _digest(record) != bcrc:
             raise CorruptCheckpoint(path, len(out), pos, "body-checksum")
         try:
             meta_len, nbuf = _META.unpack_from(record, 0)
