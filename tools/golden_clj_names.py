@@ -35,7 +35,8 @@ import re
 import sys
 
 import mxnet as mx
-from mxnet.base import _LIB, OpHandle, c_str, check_call, mx_uint, py_str
+from golden_op_surface import registry_info  # (tools/, this script's directory)
+from mxnet.base import _LIB, check_call, mx_uint, py_str
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "golden", "clj_names.json")
@@ -75,15 +76,8 @@ def all_names() -> list:
 
 
 def primary(name: str) -> str:
-    h = OpHandle()
-    check_call(_LIB.NNGetOpHandle(c_str(name), ctypes.byref(h)))
-    real, desc, kv, rt = (ctypes.c_char_p() for _ in range(4))
-    num = mx_uint()
-    names, types, descs = (ctypes.POINTER(ctypes.c_char_p)() for _ in range(3))
-    check_call(_LIB.MXSymbolGetAtomicSymbolInfo(
-        h, ctypes.byref(real), ctypes.byref(desc), ctypes.byref(num), ctypes.byref(names),
-        ctypes.byref(types), ctypes.byref(descs), ctypes.byref(kv), ctypes.byref(rt)))
-    return py_str(real.value)
+    """The primary name of registered operator ``name`` (MXNet's registry)."""
+    return registry_info(name)["real"]
 
 
 def random_fn_name(fn: str) -> str:

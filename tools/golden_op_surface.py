@@ -30,9 +30,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_OUT = os.path.join(ROOT, "tests", "golden", "op_surface.json")
 
 
-def op_args(name: str):
-    """MXNet's registry entry for operator ``name``: [(arg, type string)], the
-    variable-count argument (or None); None when ``name`` is not an operator."""
+def registry_info(name: str):
+    """MXNet's registry entry for operator ``name``: {"real": its primary
+    name, "args": [(arg, type string)], "key_var_num_args": the
+    variable-count argument (or None)}; None when ``name`` is not an operator."""
     hdl = ctypes.c_void_p()
     if _LIB.NNGetOpHandle(c_str(name), ctypes.byref(hdl)) != 0 or not hdl.value:
         return None
@@ -43,7 +44,15 @@ def op_args(name: str):
         hdl, ctypes.byref(real), ctypes.byref(desc), ctypes.byref(num), ctypes.byref(names),
         ctypes.byref(types), ctypes.byref(descs), ctypes.byref(kv), ctypes.byref(rt)))
     args = [[py_str(names[i]), py_str(types[i])] for i in range(num.value)]
-    return {"args": args, "key_var_num_args": py_str(kv.value) if kv.value else None}
+    return {"real": py_str(real.value), "args": args,
+            "key_var_num_args": py_str(kv.value) if kv.value else None}
+
+
+def op_args(name: str):
+    """What op_surface.json records of operator ``name``: its registry
+    entry's arguments and variable-count argument (None when not an operator)."""
+    info = registry_info(name)
+    return None if info is None else {k: info[k] for k in ("args", "key_var_num_args")}
 
 
 def signature(fn) -> str | None:
