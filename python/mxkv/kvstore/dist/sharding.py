@@ -1,8 +1,9 @@
 """Where each key lives: the split of a key's value over the server shards.
 
 As MXNet's ``KVStoreDist::EncodeDefaultKey``: a value with fewer than
-``MXNET_KVSTORE_BIGARRAY_BOUND`` elements goes whole to one shard, chosen by
-a stable hash of the key (MXNet's ``key * 9973 % num_servers`` for int keys,
+``MXNET_KVSTORE_BIGARRAY_BOUND`` elements (65536 by default here, where
+MXNet's 1000000 left the shards' bytes uneven: :data:`~.config.DEFAULT_DIST_BOUND`)
+goes whole to one shard, chosen by a stable hash of the key (MXNet's ``key * 9973 % num_servers`` for int keys,
 CRC-32 of the UTF-8 name for str keys); a bigger one is split evenly over all
 shards, part ``i`` holding elements ``[round(n*i/S), round(n*(i+1)/S))`` of
 the flattened value. Row-sparse values are split by rows the same way, so a
@@ -25,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any, List, Sequence, Tuple
 
 import numpy as np
+
+from .config import DEFAULT_DIST_BOUND
 
 __all__ = ["Part", "plan_key", "shard_of", "part_name"]
 
@@ -83,7 +86,7 @@ def _even_bounds(n: int, parts: int) -> List[int]:
 
 
 def plan_key(key: Any, shape: Sequence[int], stype: str, num_shards: int,
-             bound: int = 1000 * 1000, p3_slice: int = 0) -> List[Part]:
+             bound: int = DEFAULT_DIST_BOUND, p3_slice: int = 0) -> List[Part]:
     """Split ``key`` (a value of ``shape`` and ``stype``) over ``num_shards`` shards.
 
     Parameters
