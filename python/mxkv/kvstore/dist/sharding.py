@@ -3,8 +3,9 @@
 As MXNet's ``KVStoreDist::EncodeDefaultKey``: a value with fewer than
 ``MXNET_KVSTORE_BIGARRAY_BOUND`` elements (65536 by default here, where
 MXNet's 1000000 left the shards' bytes uneven: :data:`~.config.DEFAULT_DIST_BOUND`)
-goes whole to one shard, chosen by a stable hash of the key (MXNet's ``key * 9973 % num_servers`` for int keys,
-CRC-32 of the UTF-8 name for str keys); a bigger one is split evenly over all
+goes whole to one shard, chosen by a stable hash of the key (MXNet's
+``key * 9973 % num_servers`` for int keys, CRC-32 of the UTF-8 name for str
+keys); a bigger one is split evenly over all
 shards, part ``i`` holding elements ``[round(n*i/S), round(n*(i+1)/S))`` of
 the flattened value. Row-sparse values are split by rows the same way, so a
 part is always a block of whole rows.
