@@ -183,8 +183,8 @@ def save(fname: str | os.PathLike, data: Any) -> None:
     :func:`mxkv.fileio.atomic_write`), and threads saving to one path at once
     all succeed.
 
-    >>> mx.nd.save('/tmp/mxkv-doc.params', {'w': mx.nd.ones((2,))})
-    >>> mx.nd.load('/tmp/mxkv-doc.params')['w'].asnumpy()
+    >>> mx.nd.save('weights.params', {'w': mx.nd.ones((2,))})
+    >>> mx.nd.load('weights.params')['w'].asnumpy()
     array([1., 1.], dtype=float32)
     """
     atomic_write(fname, with_trailer(encode(data)), "NDArray file")

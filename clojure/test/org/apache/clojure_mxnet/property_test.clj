@@ -415,4 +415,11 @@
         (is (= [5.0 5.0 5.0] (ndarray/->vec out)))
         (kvstore/push kv "b" (ndarray/ones [4]))
         (kvstore/pull kv "b" b)
-        (is (every? #(< % 2.9) (ndarray/->vec b)) "the optimizer still updates b (from 2.9)")))))
+        (is (every? #(< % 2.9) (ndarray/->vec b)) "the optimizer still updates b (from 2.9)")))
+    (testing "nothing is left in its temp directory"
+      ;; (deleteOnExit cannot remove a directory that still holds files)
+      (let [^File dir (:dir w)]
+        (doseq [^String n ["good.states" "good.nd"]] (.delete (File. dir n)))
+        (is (= [] (vec (sort (map #(.getName ^File %) (.listFiles dir)))))
+            "every generated case deleted its file")
+        (is (.delete dir) (str "the temp directory " dir " is removed"))))))
