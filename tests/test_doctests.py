@@ -2,7 +2,8 @@
 shows (doctest), and the main entry points keep an example.
 
 Examples see their module's names and ``mx`` (``import mxkv as mx``),
-``np`` and ``numpy``, as in MXNet's docs, and run in a scratch directory.
+``np`` and ``numpy``, as in MXNet's docs, and run in a scratch directory
+(their temporary directory too: nothing they make is left behind).
 ``mxkv.jvm``'s examples start a JVM, which JPype allows once per process:
 they run in a Python process of their own (and only where a JDK and Clojure
 are installed: ``needs_jvm``).
@@ -13,6 +14,7 @@ import doctest
 import importlib
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +71,7 @@ def run_examples(name: str) -> tuple:
 @pytest.mark.parametrize("name", [m for m in MODULES if m not in IN_A_PROCESS_OF_THEIR_OWN])
 def test_docstring_examples_run(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))   # (mkdtemp in an example)
     tried, failures, report = run_examples(name)
     assert tried > 0
     assert failures == 0, report

@@ -282,12 +282,14 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def run_python_subprocess(page: Path, timeout: float = 300) -> List[str]:
-    """Run one page's python blocks in a fresh interpreter in a scratch directory."""
+    """Run one page's python blocks in a fresh interpreter in a scratch
+    directory, which is its temporary directory too (what a page makes with
+    ``tempfile`` goes with the scratch directory)."""
     with tempfile.TemporaryDirectory(prefix="mxkv-docs-") as tmp:
         proc = subprocess.run([sys.executable, str(Path(__file__).resolve()),
                                "--python-page", str(Path(page).resolve())],
                               cwd=tmp, capture_output=True, text=True, timeout=timeout,
-                              env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
+                              env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TMPDIR=tmp),
                               stdin=subprocess.DEVNULL)
     if proc.returncode == 0:
         return []
