@@ -5,6 +5,7 @@ exactly what was written. No Ray: the reader and writer the shards use, on
 copies of logs written the way the shards write them."""
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import random
@@ -15,7 +16,13 @@ import pytest
 
 import mxkv as mx
 from mxkv.kvstore.dist.checkpoint import CheckpointLog, CorruptCheckpoint, load_log, record_spans
-from mxkv.kvstore.dist.checkpoint_dir import CheckpointDirInUse, claim, read_identity
+from mxkv.kvstore.dist.checkpoint_dir import (
+    IDENTITY,
+    CheckpointDirInUse,
+    claim,
+    layout_of,
+    read_identity,
+)
 
 
 def _states():
@@ -168,6 +175,29 @@ def test_a_directory_holding_another_jobs_logs_is_refused_unless_resumed(tmp_pat
     assert read_identity(d)["job"] == "job-b"   # refused: unchanged
     resumed = claim(d, "job-c", resume=True)
     assert resumed["resumed_job"] == "job-b" and read_identity(d)["run"] == resumed["run"]
+
+
+def test_a_resume_that_would_split_the_keys_otherwise_is_refused(tmp_path):
+    d = str(tmp_path / "ckpt")
+    mine = layout_of(2, 65536, 0)
+    assert claim(d, "job-a", layout=mine)["layout"] == mine
+    with open(os.path.join(d, "shard-0.ckpt"), "wb") as f:
+        f.write(b"x")
+    for other, named in [(layout_of(2, 10 ** 6, 0), "MXNET_KVSTORE_BIGARRAY_BOUND=1000000"),
+                         (layout_of(3, 65536, 0), "3 servers"),
+                         (layout_of(2, 65536, 40000), "P3 slices of 40000 elements")]:
+        with pytest.raises(CheckpointDirInUse) as err:
+            claim(d, "job-b", resume=True, layout=other)
+        msg = str(err.value)
+        assert d in msg and "'job-a'" in msg and named in msg and "same settings" in msg
+        assert read_identity(d)["job"] == "job-a"   # refused: unchanged
+    assert claim(d, "job-b", resume=True, layout=mine)["resumed_job"] == "job-a"
+    # an identity that kept no layout (an older mxkv's) is not checked
+    ident = read_identity(d)
+    del ident["layout"]
+    with open(os.path.join(d, IDENTITY), "w") as f:
+        json.dump(ident, f)
+    assert claim(d, "job-c", resume=True, layout=layout_of(2, 10, 0))["resumed_job"] == "job-b"
 
 
 @pytest.mark.parametrize("mode", [0o770, 0o1777, 0o757])

@@ -27,7 +27,8 @@ from typing import Optional
 from ...base import MXNetError, MXNetIOError
 from ...bridge.private import private_directory
 
-__all__ = ["IDENTITY", "CheckpointDirInUse", "adopt", "claim", "read_identity", "holds_logs"]
+__all__ = ["IDENTITY", "CheckpointDirInUse", "adopt", "claim", "layout_of", "read_identity",
+           "holds_logs"]
 
 #: the file naming the job and run whose state the directory holds
 IDENTITY = "mxkv-job.json"
@@ -72,17 +73,43 @@ def _write_identity(directory: str, ident: dict) -> None:
     os.replace(tmp, path)
 
 
-def claim(directory: str, job: str, resume: bool = False) -> dict:
+def layout_of(num_servers: int, bigarray_bound: int, p3_slice: int) -> dict:
+    """How a job splits its keys over its shards (:mod:`.sharding`): a
+    resumed job must split them the same way, or its parts would not be the
+    logs' parts."""
+    return {"servers": int(num_servers), "bigarray_bound": int(bigarray_bound),
+            "p3_slice": int(p3_slice)}
+
+
+def _describe(layout: dict) -> str:
+    p3 = f"P3 slices of {layout.get('p3_slice')} elements" if layout.get("p3_slice") \
+        else "no P3"
+    return (f"{layout.get('servers')} servers, MXNET_KVSTORE_BIGARRAY_BOUND="
+            f"{layout.get('bigarray_bound')}, {p3}")
+
+
+def claim(directory: str, job: str, resume: bool = False,
+          layout: Optional[dict] = None) -> dict:
     """Make ``directory`` job ``job``'s for a new run; returns the identity
-    written (``job``, ``run``, ``resumed_from``: the run resumed, or None).
+    written (``job``, ``run``, ``resumed_from``: the run resumed, or None;
+    ``layout``: how the job splits its keys, :func:`layout_of`, when given).
 
     Raises :class:`~mxkv.base.MXNetIOError` when the directory is not the
     user's or others may write to it, and :class:`CheckpointDirInUse` when it
-    holds another run's logs and ``resume`` is false.
+    holds another run's logs and ``resume`` is false, or when the run it
+    resumes split its keys otherwise (as its identity says; one written
+    before identities kept the layout is not checked).
     """
     private_directory(directory, "checkpoint directory")
     old = read_identity(directory)
     logs = holds_logs(directory)
+    was = (old or {}).get("layout")
+    if logs and resume and layout is not None and was is not None and was != layout:
+        raise CheckpointDirInUse(
+            f"checkpoint directory {directory!r} holds the state of job {old['job']!r} "
+            f"(run {old['run']}), which split its keys with {_describe(was)}; job {job!r} "
+            f"would split them with {_describe(layout)}, and its parts would not be the "
+            "ones the logs hold. Resume with the same settings")
     if logs and not resume:
         whose = (f"job {old['job']!r} (run {old['run']}, started {old.get('created', '?')} on "
                  f"{old.get('host', '?')})") if old else "a job of an older mxkv (no " \
@@ -96,6 +123,8 @@ def claim(directory: str, job: str, resume: bool = False) -> dict:
              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
              "resumed_from": (old or {}).get("run") if logs else None,
              "resumed_job": (old or {}).get("job") if logs else None}
+    if layout is not None:
+        ident["layout"] = layout
     _write_identity(directory, ident)
     return ident
 

@@ -39,7 +39,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .checkpoint_dir import claim
+from .checkpoint_dir import claim, layout_of
 from .config import DistConfig
 from .coordinator import Coordinator
 from .job import NAMESPACE, JobEnv, Timeouts, coordinator_name, import_ray, shard_name
@@ -306,7 +306,9 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
         base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         checkpoint_dir = tempfile.mkdtemp(prefix=f"mxkv-{name}-", dir=base)
         owns = True
-    ident = claim(checkpoint_dir, name, resume=config.resume if resume is None else resume)
+    ident = claim(checkpoint_dir, name, resume=config.resume if resume is None else resume,
+                  layout=layout_of(num_servers, config.bigarray_bound,
+                                   config.slice_threshold if p3 else 0))
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     # the coordinator (not restarted: the job ends with it) stays on this node
