@@ -103,11 +103,12 @@ def claim(directory: str, job: str, resume: bool = False,
     private_directory(directory, "checkpoint directory")
     old = read_identity(directory)
     logs = holds_logs(directory)
-    was = (old or {}).get("layout")
+    held = old or {}
+    was = held.get("layout")
     if logs and resume and layout is not None and was is not None and was != layout:
         raise CheckpointDirInUse(
-            f"checkpoint directory {directory!r} holds the state of job {old['job']!r} "
-            f"(run {old['run']}), which split its keys with {_describe(was)}; job {job!r} "
+            f"checkpoint directory {directory!r} holds the state of job {held['job']!r} "
+            f"(run {held['run']}), which split its keys with {_describe(was)}; job {job!r} "
             f"would split them with {_describe(layout)}, and its parts would not be the "
             "ones the logs hold. Resume with the same settings")
     if logs and not resume:
