@@ -261,6 +261,25 @@ def test_big_arrays_are_split_over_every_shard(jobs):
     assert all(s["rounds"][0] == 2 for s in stats)
 
 
+def test_a_worker_that_would_split_keys_otherwise_cannot_join(jobs):
+    import ray
+
+    def joined(kv, mx):
+        return kv.rank
+
+    job = jobs.job(2, 2)
+    first, second = jobs.pool(2)
+    # the first to join sets the job's layout; the other, with another bound, is refused
+    ray.get(jobs.submit(job, joined, env=SPLIT, workers=[first], ranks=[0]), timeout=120)
+    with pytest.raises(ray.exceptions.RayTaskError) as err:
+        ray.get(jobs.submit(job, joined, env={"MXNET_KVSTORE_BIGARRAY_BOUND": "1000"},
+                            workers=[second], ranks=[1]), timeout=120)
+    msg = str(err.value.cause)
+    assert isinstance(err.value.cause, MXNetError), err.value
+    assert "cannot join job" in msg and "MXNET_KVSTORE_BIGARRAY_BOUND=1000," in msg, msg
+    assert "MXNET_KVSTORE_BIGARRAY_BOUND=100," in msg, msg
+
+
 def test_device_sync_merges_a_workers_devices_before_sending(jobs):
     job = jobs.job(2, 1)
     results = jobs.run(job, multi_device_push, kind="dist_device_sync")

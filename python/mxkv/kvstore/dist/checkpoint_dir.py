@@ -27,8 +27,8 @@ from typing import Optional
 from ...base import MXNetError, MXNetIOError
 from ...bridge.private import private_directory
 
-__all__ = ["IDENTITY", "CheckpointDirInUse", "adopt", "claim", "layout_of", "read_identity",
-           "holds_logs"]
+__all__ = ["IDENTITY", "CheckpointDirInUse", "adopt", "claim", "describe_layout", "layout_of",
+           "read_identity", "holds_logs"]
 
 #: the file naming the job and run whose state the directory holds
 IDENTITY = "mxkv-job.json"
@@ -81,7 +81,8 @@ def layout_of(num_servers: int, bigarray_bound: int, p3_slice: int) -> dict:
             "p3_slice": int(p3_slice)}
 
 
-def _describe(layout: dict) -> str:
+def describe_layout(layout: dict) -> str:
+    """A layout (:func:`layout_of`) in words, for errors."""
     p3 = f"P3 slices of {layout.get('p3_slice')} elements" if layout.get("p3_slice") \
         else "no P3"
     return (f"{layout.get('servers')} servers, MXNET_KVSTORE_BIGARRAY_BOUND="
@@ -108,8 +109,8 @@ def claim(directory: str, job: str, resume: bool = False,
     if logs and resume and layout is not None and was is not None and was != layout:
         raise CheckpointDirInUse(
             f"checkpoint directory {directory!r} holds the state of job {held['job']!r} "
-            f"(run {held['run']}), which split its keys with {_describe(was)}; job {job!r} "
-            f"would split them with {_describe(layout)}, and its parts would not be the "
+            f"(run {held['run']}), which split its keys with {describe_layout(was)}; job {job!r} "
+            f"would split them with {describe_layout(layout)}, and its parts would not be the "
             "ones the logs hold. Resume with the same settings")
     if logs and not resume:
         whose = (f"job {old['job']!r} (run {old['run']}, started {old.get('created', '?')} on "

@@ -59,6 +59,8 @@ class Coordinator:
         self.heartbeat_s = float(heartbeat)
         self.dead_timeout = float(dead_timeout)
         self.workers: Dict[int, dict] = {}
+        #: how the workers split keys (the first worker's: :meth:`set_layout`)
+        self.layout: Optional[dict] = None
         #: the job's secret for the shards' bulk connections (:mod:`.bulk`);
         #: the coordinator is never restarted, so it is the job's for good
         self._bulk_secret = secrets.token_bytes(32)
@@ -365,6 +367,14 @@ class Coordinator:
             self.mode = mode
             await self.command(3, mode)
         return self.mode
+
+    async def set_layout(self, layout: dict) -> dict:
+        """How the job's workers split keys over the shards (:func:`~.checkpoint_dir.layout_of`):
+        the first worker's; returns the layout in force (a worker whose
+        own differs cannot join: its parts would not be the others')."""
+        if self.layout is None:
+            self.layout = dict(layout)
+        return self.layout
 
     async def command_log(self, after: int = 0) -> List[Tuple[int, int, Any, Optional[int]]]:
         """The logged commands after sequence number ``after``, as ``(seq,

@@ -33,6 +33,7 @@ from ..compression import GradientCompression
 from ..keys import check_priority, key_name
 from ..local import KeyLayout, KVStore, _stype
 from .channel import Call, Channel
+from .checkpoint_dir import describe_layout, layout_of
 from .job import NAMESPACE, JobEnv, connect, coordinator_name, host_label
 from .messages import (
     CMD_COMPRESSION,
@@ -93,6 +94,14 @@ class DistKVStore(KVStore):
         if job_mode != mode:
             raise MXNetError(f"kvstore '{name}' cannot join job {self._job.job!r}: its workers "
                              f"run dist_{job_mode}, and one job has one mode")
+        mine = layout_of(self._job.num_servers, self._bound, self._p3_slice)
+        theirs = ray.get(self._coord.set_layout.remote(mine), timeout=t.fail)
+        if theirs != mine:
+            raise MXNetError(
+                f"kvstore '{name}' cannot join job {self._job.job!r}: worker rank {self._rank} "
+                f"would split keys with {describe_layout(mine)}, the job's first worker with "
+                f"{describe_layout(theirs)}; give every worker the same "
+                "MXNET_KVSTORE_BIGARRAY_BOUND and P3 setting (mxkv launch --env)")
         names: Dict[Any, Any] = {}
         self._names = names
         self._chan = Channel(ray, self._job.job, self._job.num_servers, self._rank, t,
