@@ -133,6 +133,9 @@ def test_pushes_and_pull_answers_cross_one_connection(server):
 
 def test_a_pull_answer_is_received_where_the_client_says(server):
     client = BulkClient(lambda: server.address, SECRET)
+    # (the server knows the connection a moment after the client does; a
+    # shard asked to answer before that answers through Ray)
+    wait_until(lambda: server.connected(client.id), "the server to know the client")
     try:
         place = np.zeros(16384, np.uint8)   # (a relay's pull segment, say)
         asked = []
@@ -202,6 +205,9 @@ def test_a_client_that_cannot_reconnect_gives_up_once(server):
     try:
         server.close()   # (which ends the client's connection too)
         address[0] = ("127.0.0.1", 1)   # (nothing listens there)
+        # (once the client has seen it end: a chunk written before that goes
+        # into the dead socket's buffer, and is sent again with its message)
+        wait_until(lambda: client.sock is None, "the client to see its connection end")
         client.send(BulkRef(client.id, client.token(), ARRAYS))
         wait_until(lambda: client.dead, "the client to give up")
     finally:

@@ -236,6 +236,8 @@ class BulkServer:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = _Conn(sock, client)
             with self._lock:
+                if self._closed:   # (closed during the handshake: close() did not see it)
+                    return
                 old = self._conns.get(client)
                 self._conns[client] = conn
             if old is not None:
@@ -338,7 +340,8 @@ class BulkServer:
             return False
 
     def close(self) -> None:
-        self._closed = True
+        with self._lock:
+            self._closed = True
         try:
             self.sock.close()
         except OSError:
