@@ -16,13 +16,8 @@ import pytest
 
 import mxkv as mx
 from mxkv.kvstore.dist.checkpoint import CheckpointLog, CorruptCheckpoint, load_log, record_spans
-from mxkv.kvstore.dist.checkpoint_dir import (
-    IDENTITY,
-    CheckpointDirInUse,
-    claim,
-    layout_of,
-    read_identity,
-)
+from mxkv.kvstore.dist.checkpoint_dir import IDENTITY, CheckpointDirInUse, claim, read_identity
+from mxkv.kvstore.dist.sharding import layout_of
 
 
 def _states():

@@ -26,9 +26,9 @@ from typing import Optional
 
 from ...base import MXNetError, MXNetIOError
 from ...bridge.private import private_directory
+from .sharding import describe_layout
 
-__all__ = ["IDENTITY", "CheckpointDirInUse", "adopt", "claim", "describe_layout", "layout_of",
-           "read_identity", "holds_logs"]
+__all__ = ["IDENTITY", "CheckpointDirInUse", "adopt", "claim", "read_identity", "holds_logs"]
 
 #: the file naming the job and run whose state the directory holds
 IDENTITY = "mxkv-job.json"
@@ -73,27 +73,12 @@ def _write_identity(directory: str, ident: dict) -> None:
     os.replace(tmp, path)
 
 
-def layout_of(num_servers: int, bigarray_bound: int, p3_slice: int) -> dict:
-    """How a job splits its keys over its shards (:mod:`.sharding`): a
-    resumed job must split them the same way, or its parts would not be the
-    logs' parts."""
-    return {"servers": int(num_servers), "bigarray_bound": int(bigarray_bound),
-            "p3_slice": int(p3_slice)}
-
-
-def describe_layout(layout: dict) -> str:
-    """A layout (:func:`layout_of`) in words, for errors."""
-    p3 = f"P3 slices of {layout.get('p3_slice')} elements" if layout.get("p3_slice") \
-        else "no P3"
-    return (f"{layout.get('servers')} servers, MXNET_KVSTORE_BIGARRAY_BOUND="
-            f"{layout.get('bigarray_bound')}, {p3}")
-
-
 def claim(directory: str, job: str, resume: bool = False,
           layout: Optional[dict] = None) -> dict:
     """Make ``directory`` job ``job``'s for a new run; returns the identity
     written (``job``, ``run``, ``resumed_from``: the run resumed, or None;
-    ``layout``: how the job splits its keys, :func:`layout_of`, when given).
+    ``layout``: how the job splits its keys, :func:`~.sharding.layout_of`,
+    when given).
 
     Raises :class:`~mxkv.base.MXNetIOError` when the directory is not the
     user's or others may write to it, and :class:`CheckpointDirInUse` when it
@@ -123,8 +108,8 @@ def claim(directory: str, job: str, resume: bool = False,
             "(MXKV_CHECKPOINT_DIR) or remove the old one")
     ident = {"job": job, "run": uuid.uuid4().hex, "host": socket.gethostname(),
              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-             "resumed_from": (old or {}).get("run") if logs else None,
-             "resumed_job": (old or {}).get("job") if logs else None}
+             "resumed_from": held.get("run") if logs else None,
+             "resumed_job": held.get("job") if logs else None}
     if layout is not None:
         ident["layout"] = layout
     _write_identity(directory, ident)

@@ -39,12 +39,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .checkpoint_dir import claim, layout_of
+from .checkpoint_dir import claim
 from .config import DistConfig
 from .coordinator import Coordinator
 from .job import NAMESPACE, JobEnv, Timeouts, coordinator_name, import_ray, shard_name
 from .node_keeper import replica_dir
 from .shard import ServerShard
+from .sharding import layout_of
 from .shm import data_dir
 
 __all__ = ["Job", "create_job", "placement_options", "per_node_options", "actor_node",

@@ -59,7 +59,7 @@ class Coordinator:
         self.heartbeat_s = float(heartbeat)
         self.dead_timeout = float(dead_timeout)
         self.workers: Dict[int, dict] = {}
-        #: how the workers split keys (the first worker's: :meth:`set_layout`)
+        #: how the workers split keys (the first worker's: :meth:`set_mode`)
         self.layout: Optional[dict] = None
         #: the job's secret for the shards' bulk connections (:mod:`.bulk`);
         #: the coordinator is never restarted, so it is the job's for good
@@ -360,21 +360,18 @@ class Coordinator:
             self.optimizer_set = True
         return seq
 
-    async def set_mode(self, mode: str) -> str:
-        """The job's mode (``'sync'`` or ``'async'``): the first worker's, as
-        MXNet's rank 0 sends kSyncMode; returns the mode in force."""
+    async def set_mode(self, mode: str, layout: dict) -> Tuple[str, dict]:
+        """The job's mode (``'sync'`` or ``'async'``) and how its workers
+        split keys over the shards (:func:`~.sharding.layout_of`): the first
+        worker's, as MXNet's rank 0 sends kSyncMode; returns those in force
+        (a worker whose own differ cannot join: its rounds, or its parts,
+        would not be the others')."""
         if self.mode is None:
             self.mode = mode
             await self.command(3, mode)
-        return self.mode
-
-    async def set_layout(self, layout: dict) -> dict:
-        """How the job's workers split keys over the shards (:func:`~.checkpoint_dir.layout_of`):
-        the first worker's; returns the layout in force (a worker whose
-        own differs cannot join: its parts would not be the others')."""
         if self.layout is None:
             self.layout = dict(layout)
-        return self.layout
+        return self.mode, self.layout
 
     async def command_log(self, after: int = 0) -> List[Tuple[int, int, Any, Optional[int]]]:
         """The logged commands after sequence number ``after``, as ``(seq,

@@ -2,12 +2,12 @@
 
 As MXNet's ``KVStoreDist::EncodeDefaultKey``: a value with fewer than
 ``MXNET_KVSTORE_BIGARRAY_BOUND`` elements (65536 by default here, where
-MXNet's 1000000 left the shards' bytes uneven: :data:`~.config.DEFAULT_DIST_BOUND`)
-goes whole to one shard, chosen by a stable hash of the key (MXNet's
-``key * 9973 % num_servers`` for int keys, CRC-32 of the UTF-8 name for str
-keys); a bigger one is split evenly over all
-shards, part ``i`` holding elements ``[round(n*i/S), round(n*(i+1)/S))`` of
-the flattened value. Row-sparse values are split by rows the same way, so a
+MXNet's 1000000 left the shards' bytes uneven:
+:data:`~.config.DEFAULT_DIST_BOUND`) goes whole to one shard, chosen by a
+stable hash of the key (MXNet's ``key * 9973 % num_servers`` for int keys,
+CRC-32 of the UTF-8 name for str keys); a bigger one is split evenly over
+all shards, part ``i`` holding elements ``[round(n*i/S), round(n*(i+1)/S))``
+of the flattened value. Row-sparse values are split by rows the same way, so a
 part is always a block of whole rows.
 
 With P3 (``DMLC_PS_VAN_TYPE=p3``, MXNet's ``P3StoreDist``) every value is cut
@@ -15,7 +15,8 @@ into slices of ``MXNET_KVSTORE_SLICE_THRESHOLD`` elements that go to the
 shards round-robin, starting at the key's hashed shard.
 
 Every worker computes the same plan from the same (key, shape, stype), so
-no table has to be shared.
+no table has to be shared; what decides it besides is the job's layout
+(:func:`layout_of`), which every worker of a job must share.
 
 >>> [(p.shard, p.lo, p.hi) for p in plan_key(3, (10,), "default", 2, bound=4)]
 [(0, 0, 5), (1, 5, 10)]
@@ -30,7 +31,7 @@ import numpy as np
 
 from .config import DEFAULT_DIST_BOUND
 
-__all__ = ["Part", "plan_key", "shard_of", "part_name"]
+__all__ = ["Part", "plan_key", "shard_of", "part_name", "layout_of", "describe_layout"]
 
 
 @dataclass(frozen=True)
@@ -133,3 +134,19 @@ def plan_key(key: Any, shape: Sequence[int], stype: str, num_shards: int,
     b = _even_bounds(size, num_shards)
     return [Part(key, i, i, b[i], b[i + 1], key, (b[i + 1] - b[i],))
             for i in range(num_shards)]
+
+
+def layout_of(num_servers: int, bigarray_bound: int, p3_slice: int) -> dict:
+    """How a job splits its keys over its shards (:func:`plan_key`): a
+    resumed job must split them the same way, or its parts would not be the
+    logs' parts."""
+    return {"servers": int(num_servers), "bigarray_bound": int(bigarray_bound),
+            "p3_slice": int(p3_slice)}
+
+
+def describe_layout(layout: dict) -> str:
+    """A layout (:func:`layout_of`) in words, for errors."""
+    p3 = f"P3 slices of {layout.get('p3_slice')} elements" if layout.get("p3_slice") \
+        else "no P3"
+    return (f"{layout.get('servers')} servers, MXNET_KVSTORE_BIGARRAY_BOUND="
+            f"{layout.get('bigarray_bound')}, {p3}")

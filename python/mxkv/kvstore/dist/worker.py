@@ -33,7 +33,6 @@ from ..compression import GradientCompression
 from ..keys import check_priority, key_name
 from ..local import KeyLayout, KVStore, _stype
 from .channel import Call, Channel
-from .checkpoint_dir import describe_layout, layout_of
 from .job import NAMESPACE, JobEnv, connect, coordinator_name, host_label
 from .messages import (
     CMD_COMPRESSION,
@@ -44,7 +43,7 @@ from .messages import (
     Pull,
     RowSparse,
 )
-from .sharding import Part, plan_key
+from .sharding import Part, describe_layout, layout_of, plan_key
 from .shm import node_id
 from .transport import Transport
 
@@ -90,12 +89,11 @@ class DistKVStore(KVStore):
         self._rank = ray.get(self._coord.join.remote(self._job.rank, host_label(), self._node),
                              timeout=t.fail)
         mode = "sync" if self._sync else "async"
-        job_mode = ray.get(self._coord.set_mode.remote(mode), timeout=t.fail)
+        mine = layout_of(self._job.num_servers, self._bound, self._p3_slice)
+        job_mode, theirs = ray.get(self._coord.set_mode.remote(mode, mine), timeout=t.fail)
         if job_mode != mode:
             raise MXNetError(f"kvstore '{name}' cannot join job {self._job.job!r}: its workers "
                              f"run dist_{job_mode}, and one job has one mode")
-        mine = layout_of(self._job.num_servers, self._bound, self._p3_slice)
-        theirs = ray.get(self._coord.set_layout.remote(mine), timeout=t.fail)
         if theirs != mine:
             raise MXNetError(
                 f"kvstore '{name}' cannot join job {self._job.job!r}: worker rank {self._rank} "
