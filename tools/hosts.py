@@ -26,11 +26,12 @@ Names start with ``mxkvh<pid>`` (the owner's pid), so beds of several
 processes live side by side, and a bed whose owner died (SIGKILL: its
 namespaces' processes die with it) is found and removed by ``down``.
 Everything goes at :meth:`Bed.down` (a ``with`` block's end, ``atexit``,
-SIGTERM/SIGINT/SIGHUP): the hosts' processes (killing a PID namespace's
-first process kills all of it), the namespaces and so their links and
-tmpfs, the bed's directory. The bed's directory (:attr:`Bed.dir`) is shared
-by every host at the same path, for files all of them must see; so are
-this checkout and its Python when they live under /tmp (a clone there).
+SIGTERM/SIGINT/SIGHUP; one more while it runs acts once it is done): the
+hosts' processes (killing a PID namespace's first process kills all of
+it), the namespaces and so their links and tmpfs, the bed's directory.
+The bed's directory (:attr:`Bed.dir`) is shared by every host at the same
+path, for files all of them must see; so are this checkout and its Python
+when they live under /tmp (a clone there).
 """
 from __future__ import annotations
 
@@ -177,6 +178,8 @@ class Bed:
         self._up = False
         self._lock = threading.Lock()
         self._saved: Dict[int, object] = {}
+        self._removing = False               # down() under way
+        self._deferred: Optional[int] = None  # a signal that came meanwhile
 
     # ------------------------------------------------------------ up and down
     def __enter__(self) -> "Bed":
@@ -338,6 +341,22 @@ class Bed:
             if not self._up:
                 return
             self._up = False
+            self._removing = True
+        try:
+            self._remove()
+        finally:
+            saved = dict(self._saved)
+            self._untrap_signals()
+            try:
+                atexit.unregister(self.down)
+            except Exception:  # noqa: BLE001 - interpreter shutting down
+                pass
+            self._removing = False
+            deferred, self._deferred = self._deferred, None
+        if deferred is not None:
+            _act(deferred, saved.get(deferred), None)
+
+    def _remove(self) -> None:
         for h in self.hosts:   # its PID namespace dies with its first process
             if h.init_pid:
                 try:
@@ -355,11 +374,6 @@ class Bed:
             _sh(["ip", "netns", "del", ns], check=False)
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
-        self._untrap_signals()
-        try:
-            atexit.unregister(self.down)
-        except Exception:  # noqa: BLE001 - interpreter shutting down
-            pass
 
     def _trap_signals(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -376,13 +390,15 @@ class Bed:
         self._saved = {}
 
     def _on_signal(self, sig: int, frame) -> None:
+        if self._removing:
+            # a second signal (timeout's and pkill's SIGTERM, Ctrl-C twice)
+            # while down() runs, here or on another thread: it acts once the
+            # bed is gone, instead of killing this process half-way through
+            self._deferred = self._deferred or sig
+            return
         old = self._saved.get(sig)
         self.down()
-        if callable(old):
-            old(sig, frame)
-        elif old != signal.SIG_IGN:
-            signal.signal(sig, signal.SIG_DFL)
-            os.kill(os.getpid(), sig)
+        _act(sig, old, frame)
 
     # ------------------------------------------------------------ on a host
     def cmd(self, host: int, argv: Sequence[str], cwd: Optional[str] = None) -> List[str]:
@@ -453,6 +469,19 @@ class Bed:
         out += [f"file {p}" for p in glob.glob(os.path.join(tempfile.gettempdir(),
                                                             prefix + "*"))]
         return out
+
+
+def _act(sig: int, old: object, frame) -> None:
+    """Do what signal ``sig`` did before the bed trapped it (``old``): call
+    that handler, or die of it (unless it was ignored). Off the main thread
+    the signal is sent again, for the main thread's handler."""
+    if threading.current_thread() is not threading.main_thread():
+        os.kill(os.getpid(), sig)
+    elif callable(old):
+        old(sig, frame)
+    elif old != signal.SIG_IGN:
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
 
 
 def _environ() -> Dict[str, str]:

@@ -95,3 +95,37 @@ def test_a_bed_whose_owner_is_killed_is_removed(bed_tool, sig):
         assert f"removed stale {prefix}-h1" in out.stdout
     assert bed_tool.Bed.leftovers(prefix, pidns) == []
     assert not os.path.exists(bed_dir)
+
+
+SLOW_DOWN = textwrap.dedent("""
+    import hosts, time
+    waited = hosts._wait_gone
+    def slow(*args, **kwargs):   # the bed is being removed: say so, and take a while
+        print("removing", flush=True)
+        time.sleep(1.0)
+        return waited(*args, **kwargs)
+    hosts._wait_gone = slow
+""")
+
+
+def test_a_second_signal_while_the_bed_is_removed_waits_for_the_removal(bed_tool):
+    # `timeout 900 bench` killed by `pkill -f bench`: SIGTERM from both, the
+    # second one arriving while the first one's handler takes the bed down
+    tools = os.path.dirname(bed_tool.__file__)
+    script = OWNER.format(tools=tools).replace("from hosts import Bed",
+                                               "from hosts import Bed" + SLOW_DOWN)
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        prefix, bed_dir, *pidns = owner.stdout.readline().split()
+        assert bed_tool.Bed.leftovers(prefix, pidns)   # it is up
+        owner.send_signal(signal.SIGTERM)
+        assert owner.stdout.readline().strip() == "removing"
+        owner.send_signal(signal.SIGTERM)
+        assert owner.wait(timeout=60) == -signal.SIGTERM   # it still dies of it
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        owner.stdout.close()
+    assert bed_tool.Bed.leftovers(prefix, pidns) == []
+    assert not os.path.exists(bed_dir)
