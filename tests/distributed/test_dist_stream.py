@@ -50,6 +50,27 @@ def train(kv, mx):
     return outs, sent
 
 
+def pulled_into_two_outs(kv, mx):
+    keys = list(range(len(SHAPES)))
+    kv.init(keys, [mx.nd.array(np.full(s, 1.0, np.float32)) for s in SHAPES])
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.01, momentum=0.9))
+    outs = [[mx.nd.zeros(s), mx.nd.ones(s) * -1] for s in SHAPES]
+    for i in range(ROUNDS):
+        kv.push(keys, [mx.nd.array(value(kv.rank, i, s)) for s in SHAPES])
+        kv.pull(keys, out=outs)
+    return [[o.asnumpy() for o in per_key] for per_key in outs]
+
+
+def test_a_key_whose_parts_come_in_different_chunks_fills_every_out(jobs):
+    # each part is written into the outs as its chunk comes (worker.py)
+    job = jobs.job(2, 2)
+    want = local_sgd(SHAPES, ROUNDS, value, 2)
+    for outs in jobs.run(job, pulled_into_two_outs, env=STREAMED):
+        for per_key, w in zip(outs, want):
+            for got in per_key:
+                np.testing.assert_allclose(got, w, rtol=1e-6)
+
+
 @pytest.mark.parametrize("transport", ["tcp", "ray"])
 @pytest.mark.parametrize("env", [STREAMED, {**STREAMED, "MXKV_STREAM_WINDOW": "1"},
                                  {**STREAMED, "MXKV_STREAM_CHUNK_BYTES": "0"}],

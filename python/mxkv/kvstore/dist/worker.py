@@ -20,7 +20,7 @@ import logging
 import pickle
 import threading
 import weakref
-from typing import Any, Dict, List, Optional, Tuple, cast
+from typing import Any, Dict, List, Optional, Set, Tuple, cast
 
 import numpy as np
 
@@ -376,53 +376,70 @@ class DistKVStore(KVStore):
         self._chan.reap()
         keys = self._sorted_keys(grouped)
         entries = []
-        owner: Dict[Tuple[int, Any], Any] = {}
+        part_of: Dict[Tuple[int, Any], Tuple[Any, Part]] = {}   # (shard, name) -> (key, part)
         for k in keys:
             seq = self._seq[k]
             itemsize = np.dtype(self._data[k].dtype).itemsize
             for part in self._plan(k, self._data[k]):
                 entries.append((part, seq, int(np.prod(part.shape)) * itemsize))
-                owner[(part.shard, part.name)] = k
-        have: Dict[Any, Any] = {}    # parts of keys not yet complete
+                part_of[(part.shard, part.name)] = (k, part)
+        # a split key's parts are written into its host outs as they come
+        # (chunks of shards on other nodes come in several calls), so a part
+        # read from a pull segment is copied once, and the copying is spread
+        # over the pull instead of done when its last part comes; whole keys,
+        # and outs of other kinds, are copied out once their key is complete
+        flats = {k: self._split_outs(grouped[k]) for k in keys if len(self._plans[k]) > 1}
+        kept: Dict[Any, Any] = {}              # parts to copy out once their key is complete
+        arrived: Dict[Any, Set[Any]] = {}      # split keys' parts here
 
         def consume(values: Dict[Any, Any], transient: bool) -> None:
-            # a key is copied out once all its parts are here (they may come
-            # in several calls: chunks of shards on other nodes)
-            have.update(values)
-            done, touched = [], {owner[sn] for sn in values}
-            for k in touched:
-                if all((p.shard, p.name) in have for p in self._plans[k]):
-                    done.append(k)
-            self._copy_out(done, grouped, have)
-            for sn in values:
-                if owner[sn] not in done and transient:   # a pull segment's view: copy it
-                    have[sn] = np.array(have[sn])
+            complete = []
+            whole = []
+            for sn, value in values.items():
+                k, part = part_of[sn]
+                if k not in flats:      # a whole key
+                    kept[sn] = value
+                    complete.append(k)
+                    whole.append(sn)
+                    continue
+                host, rest = flats[k]
+                for flat in host:
+                    flat[part.lo:part.hi] = value
+                got = arrived.setdefault(k, set())
+                got.add(sn)
+                if rest:
+                    kept[sn] = np.array(value) if transient else value   # (a segment's view)
+                    if len(got) == len(self._plans[k]):
+                        complete.append(k)
+            self._copy_out(complete, grouped, kept)
+            for sn in whole:
+                del kept[sn]
         self._transport.pull(self._by_shard(entries), consume)
 
+    @staticmethod
+    def _split_outs(outs: list) -> Tuple[List[np.ndarray], list]:
+        """A split key's outs: flat views of those that are C-contiguous host
+        arrays (written a part at a time), and the rest."""
+        host = [o for o in outs if isinstance(o._array, np.ndarray)
+                and o._array.flags.c_contiguous]
+        taken = {id(o) for o in host}   # by identity: == on NDArrays is element-wise
+        return [o._array.reshape(-1) for o in host], [o for o in outs if id(o) not in taken]
+
     def _copy_out(self, keys: list, grouped: dict, values: Dict[Any, Any]) -> None:
-        """Copy pulled parts into the outs (the only copy a pull makes here)."""
+        """Copy complete keys' pulled values into the outs that are not
+        written a part at a time (:meth:`_apply_pull`)."""
         for k in keys:
             plan = self._plans[k]
-            outs = grouped[k]
             stored = self._data[k]
             if len(plan) == 1:
                 src = values[(plan[0].shard, plan[0].name)].reshape(stored.shape)
-                self._comm.broadcast(k, NDArray(src, self._store_ctx), outs)
+                self._comm.broadcast(k, NDArray(src, self._store_ctx), grouped[k])
                 continue
-            host = [o for o in outs if isinstance(o._array, np.ndarray)
-                    and o._array.flags.c_contiguous]
-            taken = {id(o) for o in host}   # by identity: == on NDArrays is element-wise
-            rest = [o for o in outs if id(o) not in taken]
-            for o in host:
-                flat = o._array.reshape(-1)
-                for p in plan:
-                    flat[p.lo:p.hi] = values[(p.shard, p.name)]
-            if rest:
-                buf = np.empty(stored.shape, np.dtype(stored.dtype)).reshape(-1)
-                for p in plan:
-                    buf[p.lo:p.hi] = values[(p.shard, p.name)]
-                self._comm.broadcast(k, NDArray(buf.reshape(stored.shape), self._store_ctx),
-                                     rest)
+            buf = np.empty(stored.shape, np.dtype(stored.dtype)).reshape(-1)
+            for p in plan:
+                buf[p.lo:p.hi] = values[(p.shard, p.name)]
+            self._comm.broadcast(k, NDArray(buf.reshape(stored.shape), self._store_ctx),
+                                 self._split_outs(grouped[k])[1])
 
     def pull(self, key: Any, out: Any = None, priority: int = 0,
              ignore_sparse: bool = True) -> None:
