@@ -205,9 +205,16 @@ class Channel:
         """Shard ``shard`` has ``names`` on disk up to rounds ``durable``:
         forget the kept messages that covers."""
         with self.lock:
+            moved = False
             for name, d in zip(names, durable):
                 if d > self.durable.get((shard, name), -1):
                     self.durable[(shard, name)] = d
+                    moved = True
+            if not moved:
+                # (most answers: a checkpoint covers several rounds, and every
+                # chunk's answer in between repeats it; a message is sent
+                # before its round can be durable, so none waits for this)
+                return
             durable_of = self.durable.get
             keep = []
             for m in self.kept[shard]:
