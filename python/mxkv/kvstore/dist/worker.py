@@ -386,34 +386,28 @@ class DistKVStore(KVStore):
         # a split key's parts are written into its host outs as they come
         # (chunks of shards on other nodes come in several calls), so a part
         # read from a pull segment is copied once, and the copying is spread
-        # over the pull instead of done when its last part comes; whole keys,
-        # and outs of other kinds, are copied out once their key is complete
+        # over the pull instead of done when its last part comes; outs of
+        # other kinds are filled once all of the key's parts are here
         flats = {k: self._split_outs(grouped[k]) for k in keys if len(self._plans[k]) > 1}
-        kept: Dict[Any, Any] = {}              # parts to copy out once their key is complete
-        arrived: Dict[Any, Set[Any]] = {}      # split keys' parts here
+        kept: Dict[Any, Any] = {}              # those keys' parts until then
+        arrived: Dict[Any, Set[Any]] = {}
 
         def consume(values: Dict[Any, Any], transient: bool) -> None:
-            complete = []
-            whole = []
             for sn, value in values.items():
                 k, part = part_of[sn]
                 if k not in flats:      # a whole key
-                    kept[sn] = value
-                    complete.append(k)
-                    whole.append(sn)
+                    self._comm.broadcast(k, NDArray(value.reshape(self._data[k].shape),
+                                                    self._store_ctx), grouped[k])
                     continue
                 host, rest = flats[k]
                 for flat in host:
                     flat[part.lo:part.hi] = value
-                got = arrived.setdefault(k, set())
-                got.add(sn)
                 if rest:
                     kept[sn] = np.array(value) if transient else value   # (a segment's view)
+                    got = arrived.setdefault(k, set())
+                    got.add(sn)
                     if len(got) == len(self._plans[k]):
-                        complete.append(k)
-            self._copy_out(complete, grouped, kept)
-            for sn in whole:
-                del kept[sn]
+                        self._fill(k, rest, kept)
         self._transport.pull(self._by_shard(entries), consume)
 
     @staticmethod
@@ -425,21 +419,13 @@ class DistKVStore(KVStore):
         taken = {id(o) for o in host}   # by identity: == on NDArrays is element-wise
         return [o._array.reshape(-1) for o in host], [o for o in outs if id(o) not in taken]
 
-    def _copy_out(self, keys: list, grouped: dict, values: Dict[Any, Any]) -> None:
-        """Copy complete keys' pulled values into the outs that are not
-        written a part at a time (:meth:`_apply_pull`)."""
-        for k in keys:
-            plan = self._plans[k]
-            stored = self._data[k]
-            if len(plan) == 1:
-                src = values[(plan[0].shard, plan[0].name)].reshape(stored.shape)
-                self._comm.broadcast(k, NDArray(src, self._store_ctx), grouped[k])
-                continue
-            buf = np.empty(stored.shape, np.dtype(stored.dtype)).reshape(-1)
-            for p in plan:
-                buf[p.lo:p.hi] = values[(p.shard, p.name)]
-            self._comm.broadcast(k, NDArray(buf.reshape(stored.shape), self._store_ctx),
-                                 self._split_outs(grouped[k])[1])
+    def _fill(self, key: Any, outs: list, values: Dict[Any, Any]) -> None:
+        """Copy split ``key``'s pulled parts (all in ``values``) into ``outs``."""
+        stored = self._data[key]
+        buf = np.empty(stored.shape, np.dtype(stored.dtype)).reshape(-1)
+        for p in self._plans[key]:
+            buf[p.lo:p.hi] = values[(p.shard, p.name)]
+        self._comm.broadcast(key, NDArray(buf.reshape(stored.shape), self._store_ctx), outs)
 
     def pull(self, key: Any, out: Any = None, priority: int = 0,
              ignore_sparse: bool = True) -> None:
