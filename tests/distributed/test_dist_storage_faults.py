@@ -88,6 +88,10 @@ def _paused_job(jobs, monkeypatch, tmp_path, pause=6):
                "a checkpoint of shard 0 covering round 2", timeout=240)
     wait_until(lambda: ray.get(job.shards[0].stats.remote())["rounds"].get(0, 0) >= pause,
                f"round {pause} at shard 0", timeout=240)
+    # the workers wait now: let the shard write what it has, so its log
+    # stays as the test reads it (a compaction still under way would
+    # rewrite the file after the test broke a record of it)
+    ray.get(job.shards[0].checkpoint.remote(), timeout=120)
     return job, refs, go, ckpt
 
 
