@@ -165,12 +165,15 @@ def reuse_and_cleanup(kv, mx):
     return segments, len(mine), value, left
 
 
-def test_push_segments_are_reused_once_durable_and_removed_at_close(jobs, monkeypatch):
-    monkeypatch.setenv("MXKV_CHECKPOINT_ROUNDS", "1")
-    job = jobs.job(1, 1)
+def test_push_segments_are_reused_once_durable_and_removed_at_close(jobs):
+    # MXKV_KEEP_BYTES below one round's push: every round's pull answers once
+    # its checkpoint is written, so the next push finds the segment durable and
+    # reuses it. (With checkpoints merely every round, how many segments turn
+    # depends on how far the shard's writer lags: 4 under a loaded CI.)
+    job = jobs.job(1, 1, shard_env={"MXKV_KEEP_BYTES": "1000", "MXKV_CHECKPOINT_ROUNDS": "100"})
     segments, files, value, left = jobs.run(job, reuse_and_cleanup)[0]
     assert value == 8.0
-    assert segments <= 3 and files == segments   # 8 rounds, a few segments in turn
+    assert segments == 1 and files == 1   # 8 rounds, one segment in turn
     assert left == []
 
 
