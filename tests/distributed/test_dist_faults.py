@@ -97,7 +97,9 @@ def test_a_stalled_round_is_logged_then_fails_naming_the_missing_rank(jobs, tmp_
 def test_a_dead_worker_fails_the_others_calls_naming_its_rank(jobs):
     import ray
 
-    job = jobs.job(2, 1, timeouts=Timeouts(stall=0.4, fail=30, heartbeat=0.3, dead=3.0))
+    # a fail timeout far past the death's ~3 s of silence (plus what a loaded
+    # machine adds): an answer well before it comes from the heartbeats
+    job = jobs.job(2, 1, timeouts=Timeouts(stall=0.4, fail=240, heartbeat=0.3, dead=3.0))
     victim = jobs.fresh_worker()
     survivor = jobs.pool(1)
     refs = jobs.submit(job, dead_peer, False, workers=survivor, ranks=[0]) + \
@@ -106,8 +108,8 @@ def test_a_dead_worker_fails_the_others_calls_naming_its_rank(jobs):
                "the first round of 'w'")
     t = time.monotonic()
     ray.kill(victim)
-    error, barrier, dead, out = ray.get(refs[0], timeout=60)
-    assert time.monotonic() - t < 20   # found dead after ~3 s of silence, not at a timeout
+    error, barrier, dead, out = ray.get(refs[0], timeout=200)
+    assert time.monotonic() - t < 120   # found dead after ~3 s of silence, not at a timeout
     assert out == [2.0, 2.0, 2.0]           # the first round completed
     assert "rank 1" in error and "died" in error and "no heartbeat" in error
     assert "rank 1" in barrier
@@ -166,24 +168,31 @@ def test_a_killed_shard_restarts_from_its_checkpoint_with_equal_results(
 
 @pytest.mark.parametrize("what", ["kept", "durable"])
 def test_workers_keep_only_pushes_not_yet_in_a_checkpoint(jobs, monkeypatch, what):
-    import ray
-
+    # How many pushes are still kept right after the 6th round depends on how
+    # far the shard's checkpoint writer lags: not asserted. With a checkpoint
+    # every round, the shard reports all 6 durable on its own (the writer's
+    # pace decides only when); the next answer tells the worker, which then
+    # keeps none. With none since init, every push is kept.
     monkeypatch.setenv("MXKV_CHECKPOINT_ROUNDS", "1" if what == "durable" else "1000")
     job = jobs.job(1, 1)
 
-    def body(kv, mx):
+    def body(kv, mx, durable):
+        import ray
+
         kv.init(0, mx.nd.zeros((4,)))
         for _ in range(6):
             kv.push(0, mx.nd.ones((4,)))
             kv.pull(0, out=mx.nd.zeros((4,)))
         kv._chan.reap(block=True)
+        if durable:
+            wait_until(lambda: ray.get(kv._chan.shards[0].stats.remote())["durable"].get(0) == 6,
+                       "the shard to report all 6 pushes durable")
+        kv.pull(0, out=mx.nd.zeros((4,)))   # (its answer carries the durable rounds)
+        kv._chan.reap(block=True)
         return sum(len(k) for k in kv._chan.kept)
 
-    kept = jobs.run(job, body)[0]
+    kept = jobs.run(job, body, what == "durable")[0]
     if what == "durable":
-        # a push learns of its checkpoint from later answers: at most the last two wait
-        assert kept <= 2
-        wait_until(lambda: ray.get(job.shards[0].stats.remote())["durable"].get(0) == 6,
-                   "the shard to report all 6 pushes durable", timeout=10)
+        assert kept == 0   # the worker forgot every push the shard has on disk
     else:
         assert kept == 6   # nothing checkpointed since init: every push is kept
