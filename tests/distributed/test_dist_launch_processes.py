@@ -168,7 +168,9 @@ def _assert_nothing_left(launch, checkpoint_dir):
                                                                              checkpoint_dir)
     names = {pid: args for pid, args in launch.tree}
     assert any("raylet" in a for a in names.values()), names   # the tree did hold Ray
-    deadline = time.monotonic() + 30   # allow for a slow ps (and the watchdog, after SIGKILL)
+    # generous: a slow ps, Ray's processes ending, the watchdog after SIGKILL,
+    # all on a loaded machine (a clean end takes a few seconds)
+    deadline = time.monotonic() + 120
     while True:
         alive = {p: a for p, a in names.items()
                  if p in (now := _ps()) and now[p][2] == a and not now[p][1].startswith("Z")}
