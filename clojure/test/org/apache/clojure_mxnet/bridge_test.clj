@@ -58,7 +58,7 @@
     (is (= 2000 (count @held)))
     (is (not-any? released? handles))
     (vreset! held nil)
-    (is (wait-until 15000 50 (fn []
+    (is (wait-until 60000 50 (fn []
                                (System/gc)
                                (let [queued (every? released? handles)]
                                  (bridge/flush-releases!)
@@ -90,7 +90,7 @@
         ^Py4JTransport t (:transport conn)]
     (is (.exists (io/file arena)))
     (bridge/close! conn)
-    (is (wait-until 5000 #(not (.isAlive (.process t)))))
+    (is (wait-until 60000 #(not (.isAlive (.process t)))))
     (is (not (.exists (io/file arena))))))
 
 (deftest the-engine-secret-is-not-on-its-command-line

@@ -86,7 +86,7 @@
               outcomes (if py4j?
                          (try
                            (signal! "STOP" pid)
-                           (is (wait-until 5000 #(stopped? pid)) "the engine is stopped")
+                           (is (wait-until 60000 #(stopped? pid)) "the engine is stopped")
                            (calls-on-threads n #(kvstore/push kv "w" g))
                            (finally (signal! "CONT" pid)))
                          (do (Thread/sleep 200) ; the sleep has the engine

@@ -77,7 +77,7 @@
               (try
                 (signal! "STOP" pid)
                 ;; The stop takes effect when the engine's threads next run.
-                (is (wait-until 5000 #(stopped? pid)) "the engine is stopped")
+                (is (wait-until 60000 #(stopped? pid)) "the engine is stopped")
                 (let [[e ms] (timed #(kvstore/push kv "w" g))]
                   (println (format "faults-test: a push to a SIGSTOPped engine (500 ms timeout) failed after %.0f ms: %s, :may-have-run %s"
                                    (double ms) (:type (ex-data e)) (:may-have-run (ex-data e))))
@@ -126,7 +126,7 @@
           (let [[e ms] (timed #(bridge/call conn "sleep" [0.5]))]
             (is (nil? e))
             (is (>= ms 450)))))
-      (is (wait-until 5000 #(try (nil? (bridge/call conn "noop")) (catch ExceptionInfo _ false)))
+      (is (wait-until 60000 #(try (nil? (bridge/call conn "noop")) (catch ExceptionInfo _ false)))
           "the engine answers once the call is over"))))
 
 ;;; ------------------------------------------------------------------ kills
@@ -182,7 +182,7 @@
             (is (= [1.0 1.0] (ndarray/->vec (ndarray/ones [2]))))
             (bridge/close! fresh)))
         (testing "no files left behind"
-          (is (wait-until 2000 #(not-any? (fn [^String p] (.exists (io/file p))) (shm-files conn)))
+          (is (wait-until 60000 #(not-any? (fn [^String p] (.exists (io/file p))) (shm-files conn)))
               (str (vec (shm-files conn)))))
         (finally
           (bridge/use-connection! old))))))
@@ -199,7 +199,7 @@
         (is (= 2 (count files)))
         (is (every? #(.exists (io/file ^String %)) files))
         (kill! conn)
-        (is (wait-until 2000 #(not-any? (fn [^String p] (.exists (io/file p))) files))
+        (is (wait-until 60000 #(not-any? (fn [^String p] (.exists (io/file p))) files))
             (str "the killed engine's files are still there: " (vec files)))
         (let [e (try (bridge/call conn "noop") nil (catch ExceptionInfo e e))]
           (is (= :engine-dead (:type (ex-data e))))

@@ -170,7 +170,7 @@
           (is (pos? collections) "a GC ran before the region space grew past gc-at")
           (is (<= extent (+ gc-at (* 16 MiB))) "the region space stays below gc-at")
           (is (<= resident (+ gc-at (* 16 MiB))) "so does the memory the file uses"))
-        (is (wait-until 5000 #(zero? (:live (bridge/region-stats conn))))
+        (is (wait-until 60000 #(zero? (:live (bridge/region-stats conn))))
             "after a GC every region is free")))))
 
 (deftest vectors-outlive-their-engine
@@ -189,7 +189,7 @@
               e (is (thrown? clojure.lang.ExceptionInfo (bridge/read-vec conn 1 n)))]
           (is (= :engine-dead (:type (ex-data e))))
           (is (= live (:live (bridge/region-stats conn))) "a failed call to a dead engine keeps no region")))
-      (is (wait-until 5000 #(zero? (:live (bridge/region-stats conn))))
+      (is (wait-until 60000 #(zero? (:live (bridge/region-stats conn))))
           "a dead engine's vector frees its region when dropped, without a call"))))
 
 ;;; ------------------------------------------------------------------ the allocator
