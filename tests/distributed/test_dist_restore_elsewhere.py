@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 
+import dist_waits
 import numpy as np
 import pytest
 
@@ -146,10 +147,16 @@ def test_a_shard_whose_node_dies_restores_its_keys_on_the_other_node(tmp_path, m
                 assert time.monotonic() < deadline, ray.get(ref, timeout=1)
                 time.sleep(0.05)
             # the job's identity, the log (and its spare: the log's earlier
-            # version, kept to write over)
-            assert sorted(os.listdir(ckpt)) in (
-                ["mxkv-job.json", "shard-0.ckpt"],
-                ["mxkv-job.json", "shard-0.ckpt", "shard-0.ckpt.spare"])
+            # version, kept to write over); the writer may be replacing the
+            # log by its spare right now (a '.next' name for a moment)
+            settled = (["mxkv-job.json", "shard-0.ckpt"],
+                       ["mxkv-job.json", "shard-0.ckpt", "shard-0.ckpt.spare"])
+            try:
+                dist_waits.wait_until(lambda: sorted(os.listdir(ckpt)) in settled,
+                                      "the checkpoint directory to hold the log alone",
+                                      timeout=60)
+            except AssertionError:
+                raise AssertionError(sorted(os.listdir(ckpt))) from None
             elsewhere = cluster.add_node(num_cpus=1, object_store_memory=150 * 1024 * 1024,
                                          resources={HOME: 1})
             cluster.wait_for_nodes()
