@@ -470,10 +470,12 @@ def test_a_full_window_never_stalls_past_the_stall_timeout(caplog):
     chan = _Answers(stall=0.3)
     sender = PrioritySender(chan, window=10)
     time.sleep(0.4)                            # idle time is no stall
-    sender.submit(0, _msg("held"), 10)         # never answered
-    sender.submit(0, _msg("next"), 10)
+    # (timed from before the submits: the stall runs from "held"'s send, so
+    # however late this thread gets to flush, "next" left >= 0.3 s after t)
     t = time.monotonic()
     with caplog.at_level("WARNING", logger="mxkv.kvstore.dist"):
+        sender.submit(0, _msg("held"), 10)     # never answered
+        sender.submit(0, _msg("next"), 10)
         sender.flush()
     assert chan.sent == ["held", "next"] and time.monotonic() - t >= 0.25
     assert "sending the next one anyway" in caplog.text
