@@ -237,8 +237,9 @@ class Transport:
         if relay is None:
             return False
         self.chan.relay, self.chan.relay_ranks = relay[0], tuple(relay[1])
-        self.chan.relay_incarnation = self.ray.get(relay[0].hello.remote(),
-                                                   timeout=fail)["incarnation"]
+        hello = self.ray.get(relay[0].hello.remote(), timeout=fail)
+        self.chan.relay_incarnation = hello["incarnation"]
+        self.chan.relay_bell = hello.get("bell", "")
         return True
 
     # ------------------------------------------------------------ push segments
