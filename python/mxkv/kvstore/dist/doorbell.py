@@ -1,4 +1,5 @@
-"""A doorbell: a worker tells its host's relay of a push without Ray's call.
+"""A doorbell: a worker and its host's relay tell each other of a push or a
+pull's answer without waiting for Ray's call.
 
 A worker hands each chunk it pushes through the relay (:mod:`.relay`) as a
 Ray call. On a loaded host that call takes milliseconds to tens of them to
@@ -12,6 +13,10 @@ carries (the push's parts and where they lie in the worker's segment). The
 relay takes it on its own thread at once; the call that follows finds the
 round gathered or sent and changes nothing.
 
+The other way, the relay rings the worker's own doorbell with each pull
+answer (where the chunk lies in the relay's pull segment) before its call
+returns it; the worker takes whichever comes first, once.
+
 The doorbell only saves time: a datagram that cannot be sent (the relay
 restarted, its queue is full, the message is too big) or that the relay
 cannot take (a part it has not seen yet, another incarnation) is dropped,
@@ -22,7 +27,7 @@ came.
 
 The datagram is a pickle, so only the job's own processes may ring: the
 socket lies in the job's directory (mode 0700) with mode 0600, and the
-relay drops a datagram whose sender (``SO_PASSCRED``) is another user.
+receiver drops a datagram whose sender (``SO_PASSCRED``) is another user.
 """
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ from ...ndarray._util import empty_aligned
 from .bulk import BulkRef
 from .channel import Call, Channel, Message, _cause
 from .config import DistConfig
-from .doorbell import Doorbell
+from .doorbell import Doorbell, bell_socket, ring
 from .job import NAMESPACE, coordinator_name, import_ray
 from .messages import Pull, PullReply, Push, ShardRestarted
 from .p3 import PrioritySender
@@ -186,6 +186,7 @@ class HostRelay:
         except OSError as exc:
             log.warning("mxkv: the relay has no doorbell (%s); its pushes come by Ray calls", exc)
             self.bell = None
+        self._ring = bell_socket()   # (the workers' doorbells for pull answers)
         self.pull_calls = 0      # workers' pull calls answered
         self.pulled = 0          # chunks fetched from shards
         self.pulled_tcp = 0      # of which over the relay's TCP connections
@@ -292,11 +293,14 @@ class HostRelay:
                                       release=release),
                            sum(b.nbytes for b in sums))
 
-    def pull(self, shard: int, shard_incarnation: str, parts: Pull) -> PullReply:
+    def pull(self, shard: int, shard_incarnation: str, parts: Pull,
+             ring_to: Optional[Tuple[str, int]] = None) -> PullReply:
         """A host worker's pull of ``parts`` (a chunk of a round) from
         ``shard``: a :class:`~.shm.ShmBatch` in this relay's pull segment,
         fetched from the shard by the first of the host's workers to ask
-        and shared with the others (``MXKV_BULK_TRANSPORT=tcp`` only)."""
+        and shared with the others (``MXKV_BULK_TRANSPORT=tcp`` only).
+        ``ring_to``: the worker's doorbell and a token, rung with the answer
+        before the call returns it (:mod:`.doorbell`)."""
         if self.pub is None:
             raise RuntimeError("the relay pulls only with MXKV_BULK_TRANSPORT=tcp")
         key = (shard, parts)
@@ -332,6 +336,8 @@ class HostRelay:
         if got.error is not None:
             raise got.error
         assert got.reply is not None
+        if ring_to is not None:
+            ring(self._ring, ring_to[0], (ring_to[1], got.reply))
         return got.reply
 
     def _fetch(self, shard: int, shard_incarnation: str, parts: Pull) -> PullReply:
