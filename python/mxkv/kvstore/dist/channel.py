@@ -23,6 +23,7 @@ Everything a worker sends to a shard goes through :class:`Channel`:
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from ...base import DeadNodeError, MXNetError, MXNetTimeoutError, ShardFailedError
 from .bulk import BulkLost
+from .doorbell import bell_socket, ring
 from .job import NAMESPACE, Timeouts, shard_name
 from .messages import Init, Push, Rank, ShardRestarted
 
@@ -99,6 +101,9 @@ class Channel:
         self.relay: Any = None
         self.relay_incarnation = ""
         self.relay_ranks: Tuple[int, ...] = ()
+        #: the relay's doorbell (:mod:`.doorbell`): its socket's path, or ""
+        self.relay_bell = ""
+        self._bell: Optional[socket.socket] = None
         self._relay_lock = threading.Lock()
         self.timeouts = timeouts
         self.describe = describe
@@ -157,6 +162,13 @@ class Channel:
         if self.before_submit is not None and not msg.relayed:
             self.before_submit(msg)
         if msg.relayed:
+            # the doorbell first: the relay takes it at once, the call after
+            # it (kept, resent, answered as before) then finds it done
+            if self.relay_bell:
+                if self._bell is None:
+                    self._bell = bell_socket()
+                ring(self._bell, self.relay_bell, (self.relay_incarnation, self.rank,
+                                                   msg.shard, inc, msg.parts, msg.ref))
             return self.relay.push.remote(self.relay_incarnation, self.rank, msg.shard, inc,
                                           msg.parts, msg.ref)
         return shard.push.remote(inc, self.rank, msg.parts, msg.ref)
@@ -429,6 +441,7 @@ class Channel:
                 return
             with self.lock:
                 self.relay_incarnation = info["incarnation"]
+                self.relay_bell = info.get("bell", "")
                 msgs = [m for kept in self.kept for m in kept if m.relayed]
                 log.warning("mxkv: this host's relay restarted; %s re-sends its %d kept "
                             "messages", self.who, len(msgs))

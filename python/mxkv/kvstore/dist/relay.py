@@ -5,7 +5,8 @@ shard on another host: W copies of the gradient cross the network. With a
 relay (one Ray actor on each host that runs two or more of the job's
 workers), those workers hand their pushes for remote shards to the relay
 through shared memory (the same push segments a same-host shard reads,
-:mod:`.shm`); once every worker of the host has pushed a part's round, the
+:mod:`.shm`; each by a Ray call that a datagram on the relay's doorbell
+precedes, :mod:`.doorbell`); once every worker of the host has pushed a part's round, the
 relay sums them (in rank order) and sends the shard one push that stands
 for all of them (a tuple of ranks, :meth:`.rounds.RoundBook.accept`). One
 copy per host crosses the network, and the shard sums one value per host.
@@ -45,6 +46,8 @@ Exactly once, across restarts of either side:
 from __future__ import annotations
 
 import collections
+import logging
+import os
 import threading
 import uuid
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
@@ -56,6 +59,7 @@ from ...ndarray._util import empty_aligned
 from .bulk import BulkRef
 from .channel import Call, Channel, Message, _cause
 from .config import DistConfig
+from .doorbell import Doorbell, bell_socket, ring
 from .job import NAMESPACE, coordinator_name, import_ray
 from .messages import Pull, PullReply, Push, ShardRestarted
 from .p3 import PrioritySender
@@ -63,6 +67,8 @@ from .shm import Publisher, Reader, ShmBatch, data_dir, node_id, remove_stale
 from .transport import BulkRoutes
 
 __all__ = ["HostRelay", "relay_name"]
+
+log = logging.getLogger("mxkv.kvstore.dist")
 
 
 def relay_name(job: str, node: str) -> str:
@@ -158,6 +164,7 @@ class HostRelay:
         self.parts: Dict[Any, _Part] = {}
         self.buffers: Dict[Any, List[np.ndarray]] = {}   # free sum buffers, per part
         self.received = 0
+        self.rung_first = 0   # parts' pushes whose doorbell came before their call
         self.sent = 0
         self.fail_s = config.timeouts.fail
         # the host's pulls (tcp): each chunk fetched once over the relay's
@@ -166,16 +173,44 @@ class HostRelay:
         self.pub: Optional[Publisher] = None
         if self.links is not None:
             prefix = f"relay-{(self.node or 'node')[:12]}-"
-            remove_stale(data_dir(job), prefix)   # an earlier incarnation's
             self.pub = Publisher(data_dir(job), prefix + self.incarnation[:8],
                                  config.shm_publish_bytes)
+        # the host's workers ring before each push call (doorbell.py): a
+        # datagram the relay takes at once, the call finding it done
+        prefix = f"relay-{(self.node or 'node')[:12]}-"
+        remove_stale(data_dir(job), prefix)   # an earlier incarnation's
+        try:
+            self.bell: Optional[Doorbell] = Doorbell(
+                os.path.join(data_dir(job), f"{prefix}{self.incarnation[:8]}.bell"),
+                self._rung)
+        except OSError as exc:
+            log.warning("mxkv: the relay has no doorbell (%s); its pushes come by Ray calls", exc)
+            self.bell = None
+        self._ring = bell_socket()   # (the workers' doorbells for pull answers)
         self.pull_calls = 0      # workers' pull calls answered
         self.pulled = 0          # chunks fetched from shards
         self.pulled_tcp = 0      # of which over the relay's TCP connections
 
     def hello(self) -> dict:
-        """The incarnation and node (a worker resyncs when the incarnation changes)."""
-        return {"incarnation": self.incarnation, "node": self.node, "ranks": self.ranks}
+        """The incarnation, node and doorbell (a worker resyncs when the
+        incarnation changes)."""
+        return {"incarnation": self.incarnation, "node": self.node, "ranks": self.ranks,
+                "bell": "" if self.bell is None else self.bell.path}
+
+    def _rung(self, msg: Any) -> None:
+        """A push from the doorbell: taken as :meth:`push` takes it, unless
+        it is for another incarnation or names a part not seen yet (its
+        call asks the shard about that part first)."""
+        incarnation, rank, shard, shard_incarnation, parts, payloads = msg
+        if incarnation != self.incarnation or shard_incarnation != self.chan.incarnation[shard] \
+                or not isinstance(payloads, ShmBatch):
+            return
+        with self.lock:
+            if any((shard, n) not in self.parts for n in parts.names):
+                return
+        complete = self._gather(rank, shard, parts, self.reader.views(payloads), True)
+        if complete:
+            self._send(shard, complete)
 
     def push(self, incarnation: str, rank: int, shard: int, shard_incarnation: str,
              parts: Push, payloads: Any) -> List[int]:
@@ -193,25 +228,37 @@ class HostRelay:
         if unknown:   # first sight (or a restarted relay): what the shard has completed
             rounds = self.chan.call([Call(shard, lambda _inc: self.chan.shards[shard].hello
                                           .remote(unknown), "relay")], "relay")[0]["rounds"]
-        complete = []
         with self.lock:
             self.received += 1
             for name in unknown:
                 if (shard, name) not in self.parts:
                     self.parts[(shard, name)] = _Part(max(0, rounds.get(name, 0)))
+        complete = self._gather(rank, shard, parts, views)
+        if complete:
+            self._send(shard, complete)
+        self.chan.reap()
+        return [self.chan.durable.get((shard, n), -1) for n in names]
+
+    def _gather(self, rank: int, shard: int, parts: Push, views: Sequence[np.ndarray],
+                rung: bool = False) -> List[Tuple[Any, int, List[np.ndarray]]]:
+        """Add worker ``rank``'s push (``rung``: from the doorbell); returns
+        the rounds it completes, each marked sent here (so the same push
+        again, by its call after its doorbell or re-sent, is dropped)."""
+        complete = []
+        with self.lock:
             for (name, seq), arr in zip(parts.pairs(), views):
                 part = self.parts[(shard, name)]
                 if part.done(seq):
                     continue          # sent on already: a re-sent push
                 got = part.pending.setdefault(seq, {})
+                if rung and int(rank) not in got:
+                    self.rung_first += 1
                 got[int(rank)] = arr
                 if len(got) == len(self.ranks):
                     del part.pending[seq]
+                    part.mark_sent(seq)
                     complete.append((name, seq, [got[r] for r in self.ranks]))
-        if complete:
-            self._send(shard, complete)
-        self.chan.reap()
-        return [self.chan.durable.get((shard, n), -1) for n in names]
+        return complete
 
     def _send(self, shard: int, complete: List[Tuple[Any, int, List[np.ndarray]]]) -> None:
         """Sum each complete round (rank order) and send them to ``shard`` as one push."""
@@ -241,18 +288,19 @@ class HostRelay:
             ref = self.ray.put(sums)   # (a copy: the buffers are used again)
             reuse()
         with self.lock:
-            for name, seq, _ in complete:
-                self.parts[(shard, name)].mark_sent(seq)
             self.sent += 1
         self.sender.submit(0, Message(shard, Push.of([(n, s) for n, s, _ in complete]), ref,
                                       release=release),
                            sum(b.nbytes for b in sums))
 
-    def pull(self, shard: int, shard_incarnation: str, parts: Pull) -> PullReply:
+    def pull(self, shard: int, shard_incarnation: str, parts: Pull,
+             ring_to: Optional[Tuple[str, int]] = None) -> PullReply:
         """A host worker's pull of ``parts`` (a chunk of a round) from
         ``shard``: a :class:`~.shm.ShmBatch` in this relay's pull segment,
         fetched from the shard by the first of the host's workers to ask
-        and shared with the others (``MXKV_BULK_TRANSPORT=tcp`` only)."""
+        and shared with the others (``MXKV_BULK_TRANSPORT=tcp`` only).
+        ``ring_to``: the worker's doorbell and a token, rung with the answer
+        before the call returns it (:mod:`.doorbell`)."""
         if self.pub is None:
             raise RuntimeError("the relay pulls only with MXKV_BULK_TRANSPORT=tcp")
         key = (shard, parts)
@@ -288,6 +336,8 @@ class HostRelay:
         if got.error is not None:
             raise got.error
         assert got.reply is not None
+        if ring_to is not None:
+            ring(self._ring, ring_to[0], (ring_to[1], got.reply))
         return got.reply
 
     def _fetch(self, shard: int, shard_incarnation: str, parts: Pull) -> PullReply:
@@ -344,4 +394,6 @@ class HostRelay:
         return {"incarnation": self.incarnation, "node": self.node, "ranks": self.ranks,
                 "received": self.received, "sent": self.sent, "pull_calls": self.pull_calls,
                 "pulled": self.pulled, "pulled_tcp": self.pulled_tcp,
+                "rung": 0 if self.bell is None else self.bell.taken,
+                "rung_first": self.rung_first,
                 "pull_copies": 0 if self.pub is None else self.pub.copies}

@@ -28,6 +28,7 @@ travel between hosts is a change here.
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import logging
 import os
 import threading
@@ -38,6 +39,7 @@ import numpy as np
 from .bulk import BulkClient, BulkRef
 from .channel import Call, Channel, Message
 from .config import DistConfig
+from .doorbell import Doorbell
 from .job import RELAY_PULLS
 from .messages import Init, Pull, PullReply, Push
 from .shm import PushPool, Reader, ShmBatch, as_arrays, data_dir
@@ -205,6 +207,14 @@ class Transport:
         self.chunk_bytes = 0 if ordered else config.stream_chunk_bytes
         self._pull_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._fetch_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        #: the doorbell the host's relay rings when a chunk this worker pulls
+        #: through it is ready (:mod:`.doorbell`; made at the first such pull),
+        #: and what each token's ring does
+        self._bell: Optional[Doorbell] = None
+        self._bell_made = False
+        self._rung: Dict[int, Callable[[Any], bool]] = {}
+        self._bell_tokens = itertools.count(1)
+        self.pulls_rung = 0   # chunks taken from the relay's ring before its reply
         chan.relocate = self.relocate
         #: a bulk connection per remote shard (:mod:`.bulk`)
         self.links = BulkRoutes(ray, chan, coord, config, f"worker rank {rank}") \
@@ -237,8 +247,9 @@ class Transport:
         if relay is None:
             return False
         self.chan.relay, self.chan.relay_ranks = relay[0], tuple(relay[1])
-        self.chan.relay_incarnation = self.ray.get(relay[0].hello.remote(),
-                                                   timeout=fail)["incarnation"]
+        hello = self.ray.get(relay[0].hello.remote(), timeout=fail)
+        self.chan.relay_incarnation = hello["incarnation"]
+        self.chan.relay_bell = hello.get("bell", "")
         return True
 
     # ------------------------------------------------------------ push segments
@@ -406,11 +417,36 @@ class Transport:
         # segment they read (relay.py); without TCP, through the object
         # store, which Ray moves to the host once
         relay = chan.relay if self.relayed and self.links is not None else None
+        bell = self._pull_bell() if relay is not None else None
+        # a chunk's answer is taken once: from the relay's doorbell or from
+        # its call's reply, whichever comes first (the call's is the one that
+        # retries and raises)
+        taken: set = set()
+        taking = threading.Lock()
+        fetching: List[concurrent.futures.Future] = []
+        tokens: List[int] = []
 
-        def call(shard: int, items: list) -> Call:
+        def take(i: int, reply: PullReply) -> bool:
+            with taking:   # (so that the pull waits for what a ring started)
+                if i in taken:
+                    return False
+                taken.add(i)
+                shard, items = pieces[i]
+                fetching.append(self._fetchers().submit(fetch, shard, items, reply.ref))
+            chan.note_durable(shard, [n for n, _ in items], reply.durable)
+            return True
+
+        def call(i: int, shard: int, items: list) -> Call:
             if relay is not None:
+                ring_to = None
+                if bell is not None:
+                    token = next(self._bell_tokens)
+                    tokens.append(token)
+                    self._rung[token] = lambda reply, i=i: take(i, reply)
+                    ring_to = (bell.path, token)
                 return Call(shard, lambda inc: relay.pull.options(
-                    concurrency_group=RELAY_PULLS).remote(shard, inc, Pull.of(items)), "pull")
+                    concurrency_group=RELAY_PULLS).remote(shard, inc, Pull.of(items), ring_to),
+                    "pull")
             client = self.links.client(shard) if self.links is not None \
                 and not self.relayed else None
 
@@ -431,15 +467,37 @@ class Transport:
             else:
                 arrays = self.ray.get(ref)
             consume({(shard, name): arr for (name, _), arr in zip(items, arrays)}, False)
-        fetching = []
         try:
-            for i, reply in chan.stream([call(s, items) for s, items in pieces], "pull"):
-                shard, items = pieces[i]
-                chan.note_durable(shard, [n for n, _ in items], reply.durable)
-                fetching.append(self._fetchers().submit(fetch, shard, items, reply.ref))
+            for i, reply in chan.stream([call(i, s, items) for i, (s, items)
+                                         in enumerate(pieces)], "pull"):
+                take(i, reply)
         finally:
-            for f in fetching:
+            for t in tokens:
+                self._rung.pop(t, None)
+            with taking:
+                waits = list(fetching)
+            for f in waits:
                 f.result()
+
+    def _pull_bell(self) -> Optional[Doorbell]:
+        """This worker's doorbell for its relay's pull answers (None when it
+        cannot be made: the answers come by the calls' replies alone)."""
+        with self._lock:
+            if not self._bell_made:
+                self._bell_made = True
+                try:
+                    self._bell = Doorbell(os.path.join(
+                        data_dir(self.job), f"w{self.rank}-{os.getpid()}-pulls.bell"), self._ring)
+                except OSError as exc:
+                    log.warning("mxkv: worker rank %d has no doorbell for its relay's answers "
+                                "(%s)", self.rank, exc)
+            return self._bell
+
+    def _ring(self, msg: Any) -> None:
+        token, reply = msg
+        rung = self._rung.pop(token, None)
+        if rung is not None and isinstance(reply, PullReply) and rung(reply):
+            self.pulls_rung += 1
 
     def _bulk_answer(self, shard: int, items: list, ref: BulkRef) -> List[np.ndarray]:
         """A pull's answer from the shard's connection (sent before the
@@ -531,6 +589,8 @@ class Transport:
                 threads.shutdown(wait=False)
         if self.links is not None:
             self.links.close()
+        if self._bell is not None:
+            self._bell.close()
         for pool in self.pools.values():
             pool.close()
         self.reader.close()
