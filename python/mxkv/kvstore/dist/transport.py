@@ -28,6 +28,7 @@ travel between hosts is a change here.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import itertools
 import logging
 import os
@@ -442,7 +443,7 @@ class Transport:
                 if bell is not None:
                     token = next(self._bell_tokens)
                     tokens.append(token)
-                    self._rung[token] = lambda reply, i=i: take(i, reply)
+                    self._rung[token] = functools.partial(take, i)
                     ring_to = (bell.path, token)
                 return Call(shard, lambda inc: relay.pull.options(
                     concurrency_group=RELAY_PULLS).remote(shard, inc, Pull.of(items), ring_to),
