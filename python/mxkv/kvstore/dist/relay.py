@@ -171,14 +171,13 @@ class HostRelay:
         # connection into a pull segment every worker of the host reads
         self.pulls: "collections.OrderedDict[Any, _Pulled]" = collections.OrderedDict()
         self.pub: Optional[Publisher] = None
+        prefix = f"relay-{(self.node or 'node')[:12]}-"
+        remove_stale(data_dir(job), prefix)   # an earlier incarnation's files
         if self.links is not None:
-            prefix = f"relay-{(self.node or 'node')[:12]}-"
             self.pub = Publisher(data_dir(job), prefix + self.incarnation[:8],
                                  config.shm_publish_bytes)
         # the host's workers ring before each push call (doorbell.py): a
         # datagram the relay takes at once, the call finding it done
-        prefix = f"relay-{(self.node or 'node')[:12]}-"
-        remove_stale(data_dir(job), prefix)   # an earlier incarnation's
         try:
             self.bell: Optional[Doorbell] = Doorbell(
                 os.path.join(data_dir(job), f"{prefix}{self.incarnation[:8]}.bell"),
