@@ -249,12 +249,16 @@ def _listeners(pids):
     for pid in pids:
         inodes = set()
         try:
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-                if link.startswith("socket:["):
-                    inodes.add(link[8:-1])
+            fds = os.listdir(f"/proc/{pid}/fd")
         except OSError:
-            continue
+            continue   # (gone)
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue   # closed since the listing (a busy raylet's fds come and go)
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
         for proto in ("tcp", "tcp6", "udp", "udp6"):
             try:
                 with open(f"/proc/{pid}/net/{proto}") as f:

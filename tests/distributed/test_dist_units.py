@@ -547,3 +547,41 @@ def test_the_stores_knobs_are_read_once_into_a_frozen_config(monkeypatch):
     monkeypatch.setenv("MXKV_KEEP_BYTES", "0")
     with pytest.raises(MXNetError, match="MXKV_KEEP_BYTES='0' must be at least 1"):
         DistConfig.from_env()
+
+
+# ---------------------------------------------------------------- watchdog
+_CHURN = """
+import os, sys, tempfile
+held = open(sys.argv[1])          # the job's file, held all along
+spare = [open(os.devnull) for _ in range(200)]
+print("ready", flush=True)
+while True:                       # fds that come and go meanwhile
+    fd = os.open(os.devnull, os.O_RDONLY)
+    os.close(fd)
+"""
+
+
+def test_the_watchdog_finds_a_process_by_a_job_file_it_holds_while_its_fds_churn(tmp_path):
+    import subprocess
+    import sys
+
+    from mxkv.kvstore.dist.watchdog import holding
+
+    job_dir = tmp_path / "job-data"
+    job_dir.mkdir()
+    (job_dir / "segment").write_bytes(b"x")
+    holder = subprocess.Popen([sys.executable, "-c", _CHURN, str(job_dir / "segment")],
+                              stdout=subprocess.PIPE, text=True)
+    bystander = subprocess.Popen([sys.executable, "-c", _CHURN, os.devnull],
+                                 stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        assert bystander.stdout.readline().strip() == "ready"
+        for _ in range(100):   # (a closed fd must not hide the rest of the process)
+            found = holding([str(job_dir)])
+            assert holder.pid in found and bystander.pid not in found, found
+    finally:
+        for p in (holder, bystander):
+            p.kill()
+            p.wait()
+            p.stdout.close()

@@ -27,6 +27,17 @@ SPREAD = (["-n", "2", "-s", "2", "--launcher", "ray", "--workers-per-host", "1"]
           PAUSE)
 
 
+def _fd_links(pid):
+    """What process ``pid``'s open files are (one closed meanwhile is skipped)."""
+    out = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            out.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            pass
+    return out
+
+
 def record(what, **facts):
     print(f"\n[fault] {what}: " + "; ".join(f"{k}={v}" for k, v in facts.items()), flush=True)
 
@@ -117,8 +128,7 @@ def test_remote_host_lost(bed_tool, clean_bed, tmp_path, fault):
             # once the link is down)
             actor = host_pids(bed_tool, bed, 1, "ray::RemoteProcess")
             assert len(actor) == 1 and any(
-                os.readlink(f"/proc/{actor[0]}/fd/{fd}").endswith("-data")
-                for fd in os.listdir(f"/proc/{actor[0]}/fd")), actor
+                link.endswith("-data") for link in _fd_links(actor[0])), actor
             bed.link(1, up=False)
         open(os.path.join(out, "go"), "w").close()
         code = p.wait(timeout=240)

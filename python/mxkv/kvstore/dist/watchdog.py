@@ -101,12 +101,20 @@ def holding(paths: List[str]) -> List[int]:
             continue
         try:
             links = [os.readlink(f"/proc/{name}/cwd")]
-            links += [os.readlink(f"/proc/{name}/fd/{fd}") for fd in os.listdir(f"/proc/{name}/fd")]
+            fds = os.listdir(f"/proc/{name}/fd")
+        except OSError:
+            continue   # gone (or not ours to read)
+        for fd in fds:
+            try:
+                links.append(os.readlink(f"/proc/{name}/fd/{fd}"))
+            except OSError:
+                pass   # closed since the listing: the others still count
+        try:
             with open(f"/proc/{name}/maps") as f:
                 links += [line.split(None, 5)[5].strip() for line in f
                           if line.count(" ") >= 5 and "/" in line]
         except (OSError, IndexError):
-            continue
+            pass
         if any(os.path.join(link, "").startswith(roots) for link in links):
             out.append(int(name))
     return out
