@@ -17,6 +17,8 @@ import pytest
 
 pytest.importorskip("ray", reason="the dist tests need Ray: pip install 'mxkv[dist]'")
 
+from mxkv.kvstore.dist.watchdog import open_files  # noqa: E402
+
 MXKV = [sys.executable, "-m", "mxkv.cli"]
 
 # A worker that does one round, says where it is, then waits outside the
@@ -247,18 +249,10 @@ def _listeners(pids):
     sockets that the processes ``pids`` hold, from /proc."""
     out = []
     for pid in pids:
-        inodes = set()
         try:
-            fds = os.listdir(f"/proc/{pid}/fd")
+            inodes = {link[8:-1] for link in open_files(pid) if link.startswith("socket:[")}
         except OSError:
             continue   # (gone)
-        for fd in fds:
-            try:
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue   # closed since the listing (a busy raylet's fds come and go)
-            if link.startswith("socket:["):
-                inodes.add(link[8:-1])
         for proto in ("tcp", "tcp6", "udp", "udp6"):
             try:
                 with open(f"/proc/{pid}/net/{proto}") as f:

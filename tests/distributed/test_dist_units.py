@@ -551,7 +551,7 @@ def test_the_stores_knobs_are_read_once_into_a_frozen_config(monkeypatch):
 
 # ---------------------------------------------------------------- watchdog
 _CHURN = """
-import os, sys, tempfile
+import os, sys
 held = open(sys.argv[1])          # the job's file, held all along
 spare = [open(os.devnull) for _ in range(200)]
 print("ready", flush=True)

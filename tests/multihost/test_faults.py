@@ -20,22 +20,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import job_worker  # noqa: E402
 
+from mxkv.kvstore.dist.watchdog import open_files  # noqa: E402
+
 DEAD = 5   # MXKV_DEAD_TIMEOUT of the fault tests
 ENV = {"MXKV_DEAD_TIMEOUT": str(DEAD), "MXKV_HEARTBEAT_INTERVAL": "0.5"}
 ROUNDS, PAUSE = 12, 3
 SPREAD = (["-n", "2", "-s", "2", "--launcher", "ray", "--workers-per-host", "1"], ROUNDS,
           PAUSE)
-
-
-def _fd_links(pid):
-    """What process ``pid``'s open files are (one closed meanwhile is skipped)."""
-    out = []
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            out.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
-        except OSError:
-            pass
-    return out
 
 
 def record(what, **facts):
@@ -128,7 +119,7 @@ def test_remote_host_lost(bed_tool, clean_bed, tmp_path, fault):
             # once the link is down)
             actor = host_pids(bed_tool, bed, 1, "ray::RemoteProcess")
             assert len(actor) == 1 and any(
-                link.endswith("-data") for link in _fd_links(actor[0])), actor
+                link.endswith("-data") for link in open_files(actor[0])), actor
             bed.link(1, up=False)
         open(os.path.join(out, "go"), "w").close()
         code = p.wait(timeout=240)

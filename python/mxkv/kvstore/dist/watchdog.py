@@ -86,6 +86,20 @@ def marked(mark: str, var: str = MARK_VAR) -> List[int]:
     return out
 
 
+def open_files(pid: int) -> List[str]:
+    """What process ``pid``'s open file descriptors point to (``/proc``);
+    one closed between the listing and its reading is left out, not the
+    rest (a busy process's descriptors come and go). OSError when the
+    process is gone or not ours to read."""
+    out = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            out.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            pass
+    return out
+
+
 def holding(paths: List[str]) -> List[int]:
     """The processes with a file open, mapped (a shard's pull segments) or
     their working directory under ``paths``: Ray's processes keep their logs
@@ -100,15 +114,9 @@ def holding(paths: List[str]) -> List[int]:
         if not name.isdigit() or int(name) == os.getpid():
             continue
         try:
-            links = [os.readlink(f"/proc/{name}/cwd")]
-            fds = os.listdir(f"/proc/{name}/fd")
+            links = [os.readlink(f"/proc/{name}/cwd"), *open_files(int(name))]
         except OSError:
             continue   # gone (or not ours to read)
-        for fd in fds:
-            try:
-                links.append(os.readlink(f"/proc/{name}/fd/{fd}"))
-            except OSError:
-                pass   # closed since the listing: the others still count
         try:
             with open(f"/proc/{name}/maps") as f:
                 links += [line.split(None, 5)[5].strip() for line in f
