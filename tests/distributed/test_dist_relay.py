@@ -150,11 +150,14 @@ def test_the_hosts_relay_sends_the_shard_one_push_per_round(two_nodes, transport
     # per round, one message from each worker per shard in, one per shard out
     assert stats["received"] == 2 * 2 * ROUNDS, stats
     assert stats["sent"] == 2 * ROUNDS, stats
-    # each came by the doorbell first (doorbell.py; the first round's by its
-    # call only: the relay asks the shard about a part it has not seen), its
-    # call then finding it taken: every round still sent once (above)
+    # pushes came by the doorbell first (doorbell.py), their calls then
+    # finding them taken: every round still sent once (above). A part's first
+    # push is registered by a call (the relay asks the shard about a part it
+    # has not seen), but a doorbell queued meanwhile, even that push's own,
+    # may be taken before the call gathers it: any part of any round may
+    # come first by the doorbell, each counted once per rank
     assert 0 < stats["rung"] <= 2 * 2 * ROUNDS, stats
-    assert 0 < stats["rung_first"] <= 2 * 4 * (ROUNDS - 1), stats
+    assert 0 < stats["rung_first"] <= 2 * 4 * ROUNDS, stats
     arrivals = [a for s in shards for a in s["arrivals"]]
     # every push a shard took stood for both ranks: 4 parts (the big key's
     # 2 and the 2 small keys), once per round
