@@ -35,6 +35,10 @@ def stall_then_fail(kv, mx, flag):
     error = None
     if kv.rank == 0:
         kv.push([3, 4], [mx.nd.ones((2,)), mx.nd.ones((2,))])
+        # key 4's round complete before this pull waits (on a loaded machine
+        # rank 1's push could otherwise still be on its way at the first
+        # report, and rightly named missing then)
+        wait_for_file(flag + ".4", "rank 1 to pull key 4")
         t = time.monotonic()
         try:
             kv.pull([3, 4], out=[mx.nd.zeros((2,)), mx.nd.zeros((2,))])
@@ -43,6 +47,8 @@ def stall_then_fail(kv, mx, flag):
         open(flag, "w").close()
     else:
         kv.push(4, mx.nd.ones((2,)))
+        kv.pull(4, out=mx.nd.zeros((2,)))   # round 1 of key 4: both ranks' pushes in
+        open(flag + ".4", "w").close()
         wait_for_file(flag, "rank 0 to give up on key 3")   # key 3 only then
         kv.push(3, mx.nd.ones((2,)))
     return error, grab.messages
