@@ -136,7 +136,7 @@ gpu-check-quick:
 # fewer public modules, classes and functions than its FLOOR carry one (or
 # than its OWN_FLOOR carry one of their own, not inherited).
 lint: $(STAMP)
-	$(VENV)/bin/ruff check python tests tools benchmarks interop-tests examples setup.py
+	$(VENV)/bin/ruff check python tests tools benchmarks interop-tests examples setup.py conftest.py
 	$(PY) tools/import_cycles.py
 	$(PY) tools/docstrings.py
 	$(PY) tools/mypy_baseline.py

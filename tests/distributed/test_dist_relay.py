@@ -18,9 +18,9 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the dist tests need Ray: pip install 'mxkv[dist]'")
 
-from conftest import TestWorker  # noqa: E402  (a worker process: a fresh store, fn)
 from local_reference import local_sgd  # noqa: E402
 
+from conftest import TestWorker  # noqa: E402  (a worker process: a fresh store, fn)
 from mxkv.kvstore.dist.cluster import create_job  # noqa: E402
 from mxkv.kvstore.dist.job import Timeouts  # noqa: E402
 
