@@ -1,8 +1,8 @@
 """``mxkv clj``, ``mxkv repl`` and ``mxkv tutorial`` leave nothing behind:
 after SIGTERM, SIGINT or SIGHUP to the ``mxkv`` process (forwarded to the
 JVM), or SIGKILL (the JVM gets SIGTERM from the kernel, PR_SET_PDEATHSIG),
-no JVM or engine process it started survives and the engine's /dev/shm
-files are gone.
+no JVM or engine process it started survives, and the engine's /dev/shm
+files and the JVM's perf-data file (/tmp/hsperfdata_<user>/<pid>) are gone.
 
 Real processes: ``mxkv`` runs in a session of its own, so only it gets the
 signal; the JVM and the engine are found through /proc, and the test polls
@@ -10,10 +10,12 @@ signal; the JVM and the engine are found through /proc, and the test polls
 """
 from __future__ import annotations
 
+import getpass
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -59,17 +61,50 @@ def _engine_files(pid: int) -> list:
     return sorted(p.name for p in shm.glob(f"mxkv-{pid}-*"))
 
 
+def _perf_data(pids) -> list:
+    """The JVMs' /tmp/hsperfdata_<user>/<pid> files among ``pids`` (a JVM
+    killed with SIGKILL leaves its own unless told ``-XX:-UsePerfData``)."""
+    d = Path(tempfile.gettempdir()) / f"hsperfdata_{getpass.getuser()}"
+    return sorted(str(d / str(p)) for p in pids if (d / str(p)).exists())
+
+
 def _ps(pids) -> str:
     r = subprocess.run(["ps", "-o", "pid,ppid,stat,args", "-p", ",".join(map(str, pids))],
                        capture_output=True, text=True)
     return "\n".join(ln[:160] for ln in r.stdout.splitlines())
 
 
+_STARTED: list = []
+
+
+def _default_signals() -> None:
+    # a test run started in the background by a non-interactive shell
+    # ignores SIGINT and SIGQUIT, and a child would inherit that
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+@pytest.fixture(autouse=True)
+def _kill_what_a_test_left():
+    """A test that fails or is interrupted before its signal: the mxkv
+    process it started, and the JVM and engine in its session, killed."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=30)
+
+
 def _start(args, tmp_path, feed=None):
     log = open(tmp_path / "out.txt", "w+")
     proc = subprocess.Popen([sys.executable, "-m", "mxkv.cli", *args], stdin=subprocess.PIPE,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            cwd=tmp_path)
+                            cwd=tmp_path, preexec_fn=_default_signals)
+    _STARTED.append(proc)
     if feed:  # the stdin pipe stays open: a REPL waits on it
         proc.stdin.write(feed.encode())
         proc.stdin.flush()
@@ -104,7 +139,7 @@ def _signal_and_check(proc, sig, tmp_path, want_jvm=True):
     while True:
         proc.poll()
         left = [p for p in [proc.pid, *started] if _alive(p)]
-        files = [f for e in engines for f in _engine_files(e)]
+        files = [f for e in engines for f in _engine_files(e)] + _perf_data([proc.pid, *started])
         if not left and not files:
             break
         assert time.monotonic() < deadline, (
@@ -114,7 +149,7 @@ def _signal_and_check(proc, sig, tmp_path, want_jvm=True):
     elapsed = BOUND_S - (deadline - time.monotonic())
     print(f"{signal.Signals(sig).name}: before\n{before}\nafter {elapsed:.1f} s: ps -p "
           f"{','.join(map(str, [proc.pid, *started]))} finds none, /dev/shm has no "
-          f"mxkv-<engine pid>-* file")
+          f"mxkv-<engine pid>-* file, no JVM left a perf-data file")
     return proc.wait(timeout=5)
 
 
@@ -171,3 +206,19 @@ def test_a_failed_clojure_program_reports_to_stderr_and_leaves_no_crash_file(tra
     assert "mxkv-boom" in r.stderr
     assert "Full report at" not in r.stderr, r.stderr
     assert not list(tmp_path.glob("clojure-*.edn")), sorted(p.name for p in tmp_path.iterdir())
+
+
+def test_a_jvm_killed_with_sigkill_leaves_no_perf_data_file(tmp_path):
+    # kill -9 of the JVM itself: mxkv ends, its engine with it, and the JVM
+    # (started with -XX:-UsePerfData) left no /tmp/hsperfdata_<user>/<pid>
+    (tmp_path / "hold.clj").write_text(HOLD)
+    proc, log = _start(["clj", "--transport", "py4j", "hold.clj"], tmp_path)
+    started = _tree(proc.pid)
+    jvms = [p for p in started if Path(f"/proc/{p}/exe").resolve().name == "java"]
+    assert len(jvms) == 1, _ps(started)
+    os.kill(jvms[0], signal.SIGKILL)
+    deadline = time.monotonic() + BOUND_S
+    while [p for p in [proc.pid, *started] if _alive(p)]:
+        assert time.monotonic() < deadline, _ps([proc.pid, *started])
+        time.sleep(0.2)
+    assert _perf_data(started) == []

@@ -13,7 +13,7 @@ from typing import List, Optional
 
 from .common import MissingDependency, cache_dir, clj_string
 from .jars import clojure_jars, javac, py4j_jar
-from .jvm_options import REPORT_TO_STDERR
+from .jvm_options import NO_PERF_DATA, QUIET_JVM_OPTS
 from .layout import JAR_NAME, Layout, layout
 
 
@@ -23,7 +23,7 @@ def _compile(sources: Path, classes: Path, quiet: bool) -> None:
     classes.mkdir(parents=True, exist_ok=True)
     if not quiet:
         print(f"mxkv: compiling {len(files)} Java sources into {classes}", file=sys.stderr)
-    subprocess.run([javac(), "-nowarn", "-d", str(classes), "-cp", cp,
+    subprocess.run([javac(), "-J" + NO_PERF_DATA, "-nowarn", "-d", str(classes), "-cp", cp,
                     *files], check=True)
     (classes / ".built").touch()
 
@@ -99,7 +99,7 @@ def aot(root: Path, out: Path, quiet: bool = True) -> Path:
               file=sys.stderr)
     form = ("(binding [*compile-path* %s] (doseq [n '[%s]] (compile n)))"
             % (clj_string(str(out)), " ".join(nss)))
-    subprocess.run([java, REPORT_TO_STDERR, "-cp", cp, "clojure.main", "-e", form], check=True,
+    subprocess.run([java, *QUIET_JVM_OPTS, "-cp", cp, "clojure.main", "-e", form], check=True,
                    stdin=subprocess.DEVNULL)
     return out
 

@@ -37,13 +37,21 @@ def default_jvm_opts() -> List[str]:
 #: clojure.main writes the report of an uncaught error to stderr, not to a
 #: /tmp/clojure-*.edn file that nothing removes: every JVM mxkv starts gets it.
 REPORT_TO_STDERR = "-Dclojure.main.report=stderr"
+#: no /tmp/hsperfdata_<user>/<pid> file (what jps and jstat read), which a
+#: JVM killed with SIGKILL leaves behind: every JVM mxkv starts gets it.
+NO_PERF_DATA = "-XX:-UsePerfData"
+#: both, for the JVMs mxkv runs to build its classes
+QUIET_JVM_OPTS = (REPORT_TO_STDERR, NO_PERF_DATA)
 
 
 def jvm_opts() -> List[str]:
     """``MXKV_JVM_OPTS`` split on blanks when set, else :func:`default_jvm_opts`;
-    plus :data:`REPORT_TO_STDERR` unless they set ``clojure.main.report``."""
+    plus :data:`REPORT_TO_STDERR` unless they set ``clojure.main.report``, and
+    :data:`NO_PERF_DATA` unless they name ``UsePerfData``."""
     raw = env("MXKV_JVM_OPTS")
     opts = raw.split() if raw.strip() else default_jvm_opts()
     if not any(o.startswith("-Dclojure.main.report=") for o in opts):
         opts.append(REPORT_TO_STDERR)
+    if not any("UsePerfData" in o for o in opts):
+        opts.append(NO_PERF_DATA)
     return opts

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from .common import cache_dir, clj_string, env
-from .jvm_options import REPORT_TO_STDERR
+from .jvm_options import QUIET_JVM_OPTS
 
 _CORE_SPECS = "clojure/core/specs/alpha"
 #: the jars a compiled clojure.core.specs.alpha depends on (its own, Clojure's, spec's)
@@ -76,7 +76,7 @@ def _compile_specs(deps: List[str], out: Path, java: Optional[str]) -> bool:
             classes.mkdir()
             form = ("(binding [*compile-path* %s] (compile 'clojure.core.specs.alpha))"
                     % clj_string(str(classes)))
-            r = subprocess.run([java, REPORT_TO_STDERR, "-cp", os.pathsep.join(deps),
+            r = subprocess.run([java, *QUIET_JVM_OPTS, "-cp", os.pathsep.join(deps),
                                 "clojure.main", "-e", form],
                                stdin=subprocess.DEVNULL, capture_output=True, timeout=600)
             files = sorted((classes / _CORE_SPECS).parent.rglob("*.class"))
