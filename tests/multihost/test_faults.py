@@ -14,6 +14,7 @@ import sys
 import time
 
 import pytest
+
 from conftest import host_pids, job_leftovers, kill, launch, output, wait_clean, wait_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
