@@ -125,7 +125,9 @@ def _tree(pid: int) -> list:
     return out
 
 
-def _signal_and_check(proc, sig, tmp_path, want_jvm=True):
+def _signal_and_check(proc, sig, tmp_path, want_jvm=True, to_jvm=False):
+    """Send ``sig`` to ``proc`` (``to_jvm``: to the JVM it started) and wait
+    until nothing it started is left; returns its exit code."""
     started = _tree(proc.pid)
     engines = [p for p in started if "mxkv.bridge" in Path(f"/proc/{p}/cmdline")
                .read_bytes().decode(errors="replace")]
@@ -134,7 +136,12 @@ def _signal_and_check(proc, sig, tmp_path, want_jvm=True):
         assert engines and all(_engine_files(e) for e in engines), \
             f"no engine with /dev/shm files among {started}:\n{_ps(started)}"
     before = _ps([proc.pid, *started])
-    os.kill(proc.pid, sig)
+    target = proc.pid
+    if to_jvm:
+        jvms = [p for p in started if Path(f"/proc/{p}/exe").resolve().name == "java"]
+        assert len(jvms) == 1, before
+        target = jvms[0]
+    os.kill(target, sig)
     deadline = time.monotonic() + BOUND_S
     while True:
         proc.poll()
@@ -213,12 +220,4 @@ def test_a_jvm_killed_with_sigkill_leaves_no_perf_data_file(tmp_path):
     # (started with -XX:-UsePerfData) left no /tmp/hsperfdata_<user>/<pid>
     (tmp_path / "hold.clj").write_text(HOLD)
     proc, log = _start(["clj", "--transport", "py4j", "hold.clj"], tmp_path)
-    started = _tree(proc.pid)
-    jvms = [p for p in started if Path(f"/proc/{p}/exe").resolve().name == "java"]
-    assert len(jvms) == 1, _ps(started)
-    os.kill(jvms[0], signal.SIGKILL)
-    deadline = time.monotonic() + BOUND_S
-    while [p for p in [proc.pid, *started] if _alive(p)]:
-        assert time.monotonic() < deadline, _ps([proc.pid, *started])
-        time.sleep(0.2)
-    assert _perf_data(started) == []
+    _signal_and_check(proc, signal.SIGKILL, tmp_path, to_jvm=True)
