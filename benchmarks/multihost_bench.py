@@ -145,10 +145,12 @@ def run_mxkv(bed: Bed, per_host: int, a) -> Dict:
     cmd = bed.cmd(0, cmd + ["--iters", str(a.iters), "--warmup", str(a.warmup)], HERE)
     # the shards' checkpoints in a directory every host sees (the bed's; a
     # fresh one a job): a shard on host 1 must find the job's mxkv-job.json,
-    # which the launcher writes on host 0
-    ckpt = tempfile.mkdtemp(prefix="ckpt-", dir=bed.dir)
-    with run_job(cmd, "multihost-mxkv", env={**os.environ, **bed.ray_env(),
-                                             "MXKV_CHECKPOINT_DIR": ckpt},
+    # which the launcher writes on host 0. --mxkv-checkpoints host: mxkv's
+    # default instead, each host's own, every log copied to another host
+    env = {**os.environ, **bed.ray_env()}
+    if a.mxkv_checkpoints == "shared":
+        env["MXKV_CHECKPOINT_DIR"] = tempfile.mkdtemp(prefix="ckpt-", dir=bed.dir)
+    with run_job(cmd, "multihost-mxkv", env=env,
                  timeout=900) as job:
         return {**job.data, "other_ranks": job.ranks}
 
@@ -211,6 +213,9 @@ def main() -> int:
     p.add_argument("--mxkv-groups", type=int, default=1,
                    help="mxkv's workers push key group k+1 before pulling group k "
                    "(dist_worker.py --groups): the overlap a chunked data path would give")
+    p.add_argument("--mxkv-checkpoints", choices=["shared", "host"], default="shared",
+                   help="the shards' checkpoint directory: one every host sees (default), "
+                   "or mxkv's default, each host's own with a copy on another host")
     p.add_argument("--mxkv-env", action="append", default=[], metavar="NAME=VALUE",
                    help="a variable for mxkv's workers (mxkv launch --env), e.g. "
                    "MXKV_STREAM_CHUNK_BYTES=8388608; repeatable")

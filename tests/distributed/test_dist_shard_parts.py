@@ -27,6 +27,20 @@ def test_a_checkpoint_is_due_after_every_changes_and_written_at_the_next():
     assert dur.changed(force=True) is True
 
 
+def test_a_round_in_many_messages_counts_once_per_part():
+    # a round streamed in chunks (or pushed a key at a time) reaches a shard
+    # in many messages: MXKV_CHECKPOINT_ROUNDS counts rounds of a part
+    dur = Durability(every=2, keep_bytes=1 << 30)
+    assert [dur.changed(names=[n]) for n in "abc"] == [False] * 3   # round 1, 3 chunks
+    assert not dur.due
+    assert dur.changed(names=["a", "b"]) is False     # round 2 of a and b
+    assert dur.due
+    assert dur.changed(names=["c"]) is True           # written at the next change
+    dur.take()
+    assert [dur.changed(names=[n]) for n in "abc"] == [False] * 3   # the counts start again
+    assert not dur.due
+
+
 def test_a_due_checkpoint_wants_changed_values_not_yet_published():
     dur = Durability(every=1, keep_bytes=1 << 30)
     dur.mark("a", "value")

@@ -50,9 +50,11 @@ so its cost, too, follows the change.
 ``MXKV_CHECKPOINT_DIR`` chooses the directory (default: a new directory
 under ``/dev/shm`` where it exists, else the system's temporary directory;
 the job removes it at the end); ``MXKV_CHECKPOINT_ROUNDS`` (default 4) is
-how many state-changing messages a shard handles between checkpoints (an
-``init`` or a command is written at once): workers keep about that many
-rounds of their pushes to re-send after a shard restart.
+how many rounds a part goes through between checkpoints (a sync round it
+completes, an async push it applies; however many messages brought them:
+a round streamed in chunks is one; an ``init`` or a command is written at
+once): workers keep about that many rounds of their pushes to re-send
+after a shard restart.
 """
 from __future__ import annotations
 

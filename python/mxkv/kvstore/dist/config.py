@@ -33,7 +33,7 @@ MXNET_KVSTORE_BIGARRAY_BOUND    65536      elements from which a key is split ov
                                            is 1000000: see DEFAULT_DIST_BOUND)
 MXNET_KVSTORE_SLICE_THRESHOLD   40000      P3's slice size, in elements (MXNet's)
 MXKV_CHECKPOINT_DIR             (a temp)   where shards keep their checkpoint logs
-MXKV_CHECKPOINT_ROUNDS          4          state changes between checkpoints
+MXKV_CHECKPOINT_ROUNDS          4          rounds of a part between checkpoints
 MXKV_CHECKPOINT_SLACK_MB        32         log growth allowed before compaction
 MXKV_SHARD_MAX_RESTARTS         -1         Ray restarts of a shard (-1: unbounded)
 MXKV_RESUME                     0          take up the state a checkpoint directory

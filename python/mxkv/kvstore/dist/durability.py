@@ -55,7 +55,11 @@ class Durability:
     Parameters
     ----------
     every : int
-        State changes between checkpoints (``MXKV_CHECKPOINT_ROUNDS``).
+        Rounds between checkpoints (``MXKV_CHECKPOINT_ROUNDS``): a part's
+        round is a sync round it completes or an async push it applies, and
+        a checkpoint is due once some part has had ``every`` of them (a
+        round streamed in chunks, or pushed a key at a time, comes in many
+        messages: they count once per part).
     keep_bytes : int
         Bytes of pushes after which a checkpoint is written at once
         (``MXKV_KEEP_BYTES``).
@@ -69,6 +73,7 @@ class Durability:
         #: a checkpoint is due (waiting one message for a pull that publishes)
         self.due = False
         self._since = 0
+        self._rounds: Dict[Any, int] = {}   # part -> its rounds since the last checkpoint
         self._pushed = 0
         self._taken = Taken()
         self._versions: Dict[Any, int] = {}
@@ -97,11 +102,18 @@ class Durability:
         self._taken.meta_dirty = True
         self._taken.reset_states = self._taken.reset_states or reset_states
 
-    def changed(self, force: bool = False) -> bool:
-        """Count a state change; True: write a checkpoint now. Every
-        ``every`` changes one is due: it is written at the next change
-        (or once a pull published every changed value, :meth:`adopt`)."""
-        self._since += 1
+    def changed(self, force: bool = False, names: Iterable[Any] = ()) -> bool:
+        """Count a state change: a round of each part in ``names`` (none
+        given: a change of its own); True: write a checkpoint now. Once a
+        part has had ``every`` rounds one is due: it is written at the next
+        change (or once a pull published every changed value, :meth:`adopt`)."""
+        counted = False
+        for name in names:
+            n = self._rounds[name] = self._rounds.get(name, 0) + 1
+            self._since = max(self._since, n)
+            counted = True
+        if not counted:
+            self._since += 1
         if force or self.due:
             return True
         if self._since >= self.every:
@@ -146,6 +158,7 @@ class Durability:
         (the pushes so far are covered once it is written)."""
         taken, self._taken = self._taken, Taken()
         self._since = 0
+        self._rounds = {}
         self.due = False
         self._pushed = 0
         return taken

@@ -298,9 +298,10 @@ class ServerShard:
         else:
             self.dur.mark(name, "value")
 
-    def _changed(self, force: bool = False) -> None:
-        """Count a state change; checkpoint when the book says so."""
-        if self.dur.changed(force):
+    def _changed(self, force: bool = False, names: Sequence[Any] = ()) -> None:
+        """Count a state change (a round of each of ``names``); checkpoint
+        when the book says so."""
+        if self.dur.changed(force, names):
             self._checkpoint()
 
     def _checkpoint(self, callback: Any = None) -> None:
@@ -455,6 +456,7 @@ class ServerShard:
                              "set: call kv.set_optimizer(...) before pushing")
         changed = False
         complete = []
+        applied = []
         summed = None
         for (name, seq), payload in zip(items, payloads):
             what = self.book.accept(rank, name, seq, payload)
@@ -465,6 +467,7 @@ class ServerShard:
                 self.pub.privatize([name])
                 self.kv.push(name, to_nd(payload, self.shapes[name], self.gc))
                 self._mark_update(name)
+                applied.append(name)
                 changed = True
             elif what == "complete":
                 complete.append(name)
@@ -494,7 +497,7 @@ class ServerShard:
             else:
                 if summed is not None and self.dur.wanted(summed[0]):
                     self._take_published(*summed)   # a due checkpoint reads them there
-                self._changed()
+                self._changed(names=applied + complete)
             await self.book.changed()
         return self.dur.durable_of(names)
 
