@@ -83,6 +83,20 @@ def test_pushes_past_keep_bytes_ask_for_a_checkpoint_and_a_checkpoint_resets_the
     assert dur.pushed(600) is False
 
 
+def test_keep_bytes_is_what_one_worker_keeps_over_every_shard():
+    # MXKV_KEEP_BYTES bounds what a worker keeps: with 2 shards, half of it
+    # pushed here by one worker (or a host's relay) asks for a checkpoint;
+    # other pushers' bytes are theirs to keep
+    dur = Durability(every=100, keep_bytes=1000, shards=2)
+    assert dur.pushed(400, 0) is False
+    assert dur.pushed(400, 1) is False
+    assert dur.pushed(400, [2, 3]) is False     # a relay's push (its ranks, as a list)
+    assert dur.pushed(100, 0) is True           # rank 0: 500 here, 1000 over both shards
+    assert dur.pushed(100, (2, 3)) is True      # the same relay
+    dur.take()
+    assert dur.pushed(400, 0) is False
+
+
 def test_loaded_states_keep_fresh_values_and_a_new_updater_resets_states():
     dur = Durability(every=1, keep_bytes=1 << 30)
     payload = np.ones(3)

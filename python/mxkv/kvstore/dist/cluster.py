@@ -335,7 +335,7 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
     shards = [shard_cls.options(name=shard_name(name, i), namespace=NAMESPACE,
                                 **{**opts, **places[i], **(shard_options or {})}).remote(
         name, i, num_workers, checkpoint_dir, config, shard_env, identity=ident,
-        replicate=replicate)
+        replicate=replicate, num_shards=num_servers)
         for i in range(num_servers)]
     ray.get([s.hello.remote() for s in shards], timeout=start)
     ray.get(coordinator.set_shards.remote(shards), timeout=start)

@@ -18,8 +18,10 @@ Two savings live here:
   instead of copying them; it is written at the next change, or as soon as
   every changed value has been adopted.
 * **Pushes are not kept forever.** Workers keep every push until a
-  checkpoint covers it; past ``keep_bytes`` of pushes since the last one
-  (``MXKV_KEEP_BYTES``), :meth:`pushed` says to checkpoint now.
+  checkpoint covers it; once a worker (or a host's relay) has pushed this
+  shard its share of ``keep_bytes`` since the last one (``MXKV_KEEP_BYTES``
+  over the shards: it keeps as much for each of them), :meth:`pushed` says
+  to checkpoint now.
 """
 from __future__ import annotations
 
@@ -61,20 +63,24 @@ class Durability:
         round streamed in chunks, or pushed a key at a time, comes in many
         messages: they count once per part).
     keep_bytes : int
-        Bytes of pushes after which a checkpoint is written at once
-        (``MXKV_KEEP_BYTES``).
+        Bytes of pushes a worker may keep (``MXKV_KEEP_BYTES``): a
+        checkpoint is written at once when one pusher's bytes here, times
+        ``shards``, reach it.
+    shards : int
+        The job's shards (a worker's pushes spread evenly over them).
     """
 
-    def __init__(self, every: int, keep_bytes: int) -> None:
+    def __init__(self, every: int, keep_bytes: int, shards: int = 1) -> None:
         self.every = max(1, int(every))
         self.keep_bytes = int(keep_bytes)
+        self.shards = max(1, int(shards))
         #: part -> its last round on disk
         self.durable: Dict[Any, int] = {}
         #: a checkpoint is due (waiting one message for a pull that publishes)
         self.due = False
         self._since = 0
         self._rounds: Dict[Any, int] = {}   # part -> its rounds since the last checkpoint
-        self._pushed = 0
+        self._pushed: Dict[Any, int] = {}   # pusher -> its bytes since the last checkpoint
         self._taken = Taken()
         self._versions: Dict[Any, int] = {}
 
@@ -120,11 +126,15 @@ class Durability:
             self.due = True
         return False
 
-    def pushed(self, nbytes: int) -> bool:
-        """Count ``nbytes`` of pushes; True once past ``keep_bytes`` since
-        the last checkpoint (write one now: the workers keep them till then)."""
-        self._pushed += nbytes
-        return self._pushed >= self.keep_bytes
+    def pushed(self, nbytes: int, rank: Any = None) -> bool:
+        """Count ``nbytes`` of pushes from ``rank`` (a worker's rank, or a
+        relay's ranks); True once that pusher's bytes since the last
+        checkpoint, times the shards, reach ``keep_bytes`` (write one now:
+        the workers keep them till then)."""
+        if isinstance(rank, list):
+            rank = tuple(rank)
+        n = self._pushed[rank] = self._pushed.get(rank, 0) + nbytes
+        return n * self.shards >= self.keep_bytes
 
     # ------------------------------------------------------------ adoption
     def wanted(self, names: Iterable[Any]) -> bool:
@@ -160,7 +170,7 @@ class Durability:
         self._since = 0
         self._rounds = {}
         self.due = False
-        self._pushed = 0
+        self._pushed = {}
         return taken
 
     def on_durable(self, rounds: Dict[Any, int]) -> None:

@@ -114,11 +114,14 @@ class ServerShard:
     replicate : bool
         Copy the log to another node's agent, and restore from that copy
         when there is no log here (:mod:`.replica`).
+    num_shards : int
+        The job's shards (``MXKV_KEEP_BYTES`` is a worker's, over all of them).
     """
 
     def __init__(self, job: str, index: int, num_workers: int, checkpoint_dir: str,
                  config: DistConfig, environ: Optional[Dict[str, str]] = None,
-                 identity: Optional[dict] = None, replicate: bool = False) -> None:
+                 identity: Optional[dict] = None, replicate: bool = False,
+                 num_shards: int = 1) -> None:
         os.environ.update(environ or {})   # (for the user's code: updaters, optimizers)
         self.ray = import_ray()
         self.job = job
@@ -135,7 +138,7 @@ class ServerShard:
         self.cmd_seq = 0
         self.arrivals: collections.deque = collections.deque(maxlen=100000)
         # what changed since the last checkpoint, when one is due, what is durable
-        self.dur = Durability(config.checkpoint_rounds, config.keep_bytes)
+        self.dur = Durability(config.checkpoint_rounds, config.keep_bytes, num_shards)
         self.coordinator = self.ray.get_actor(coordinator_name(job), namespace=NAMESPACE)
         self.host = host_label()
         # a storage fault stops the shard for good: every call raises this
@@ -483,7 +486,7 @@ class ServerShard:
                 self.pub.note_summed(*summed, tuple(self.book.rounds[n] for n in summed[0]))
             changed = True
         past_keep = self.dur.pushed(sum(p.nbytes for p in payloads
-                                        if isinstance(p, np.ndarray)))
+                                        if isinstance(p, np.ndarray)), rank)
         if changed:
             if past_keep:
                 # the workers keep every push until a checkpoint covers it:
