@@ -113,12 +113,11 @@ class Durability:
         given: a change of its own); True: write a checkpoint now. Once a
         part has had ``every`` rounds one is due: it is written at the next
         change (or once a pull published every changed value, :meth:`adopt`)."""
-        counted = False
+        names = list(names)
         for name in names:
-            n = self._rounds[name] = self._rounds.get(name, 0) + 1
-            self._since = max(self._since, n)
-            counted = True
-        if not counted:
+            self._rounds[name] = self._rounds.get(name, 0) + 1
+            self._since = max(self._since, self._rounds[name])
+        if not names:
             self._since += 1
         if force or self.due:
             return True

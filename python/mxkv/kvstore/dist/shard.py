@@ -457,7 +457,6 @@ class ServerShard:
         if not self.book.sync and self.kv.updater is None:
             raise MXNetError("dist_async applies every push with the optimizer, and none is "
                              "set: call kv.set_optimizer(...) before pushing")
-        changed = False
         complete = []
         applied = []
         summed = None
@@ -471,7 +470,6 @@ class ServerShard:
                 self.kv.push(name, to_nd(payload, self.shapes[name], self.gc))
                 self._mark_update(name)
                 applied.append(name)
-                changed = True
             elif what == "complete":
                 complete.append(name)
         if complete:
@@ -484,13 +482,14 @@ class ServerShard:
                 self._mark_update(name)
             if summed is not None:
                 self.pub.note_summed(*summed, tuple(self.book.rounds[n] for n in summed[0]))
-            changed = True
+        changed = applied + complete   # the parts this push moved a round on
         past_keep = self.dur.pushed(sum(p.nbytes for p in payloads
                                         if isinstance(p, np.ndarray)), rank)
         if changed:
             if past_keep:
                 # the workers keep every push until a checkpoint covers it:
-                # past MXKV_KEEP_BYTES of them, checkpoint now (a big key's
+                # once one pusher's bytes here reach its share of
+                # MXKV_KEEP_BYTES, checkpoint now (a big key's
                 # pushes are not kept round after round; the checkpoint
                 # restarts the count)
                 if self._keep_done is None or self._keep_done.done():
@@ -500,7 +499,7 @@ class ServerShard:
             else:
                 if summed is not None and self.dur.wanted(summed[0]):
                     self._take_published(*summed)   # a due checkpoint reads them there
-                self._changed(names=applied + complete)
+                self._changed(names=changed)
             await self.book.changed()
         return self.dur.durable_of(names)
 
