@@ -53,20 +53,47 @@ def test_a_reader_tells_when_a_published_segment_was_rewritten(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_a_pinned_publication_is_not_written_over_and_goes_once_unpinned(tmp_path):
+def test_a_pinned_publication_is_not_written_over_and_its_segment_is_used_again(tmp_path):
     pub = Publisher(str(tmp_path), "shard0-x", max_bytes=1 << 20)
+    reader = Reader()
     first = pub.publish(("a",), [np.full(4, 1.0, np.float32)])
     pinned = pub.pin(first)                                  # the checkpoint writer's
     pub.publish(("a",), [np.full(4, 2.0, np.float32)])
     third = pub.publish(("a",), [np.full(4, 3.0, np.float32)])   # first's turn in the ring
     assert third.path != first.path                          # ... taken by a new segment
     np.testing.assert_array_equal(pinned[0], 1.0)
-    np.testing.assert_array_equal(Reader().views(third)[0], 3.0)
+    np.testing.assert_array_equal(reader.views(third)[0], 3.0)
     assert len(os.listdir(tmp_path)) == 3
     pub.unpin(first.path)
-    assert sorted(os.listdir(tmp_path)) == sorted(
-        os.path.basename(p) for p in (pub.publish(("a",), [np.zeros(4, np.float32)]).path,
-                                      third.path))
+    files = sorted(os.listdir(tmp_path))
+    assert len(files) == 3                     # first's segment kept for the next pin
+    # each checkpoint after: a pin, two publications, the unpin; the segment
+    # unpinned last takes the pinned one's place, no new one is made
+    for value in range(4, 10):
+        batch = pub.publish(("a",), [np.full(4, float(value), np.float32)])
+        held = pub.pin(batch)
+        after = [pub.publish(("a",), [np.full(4, float(value) + 0.5, np.float32)])
+                 for _ in range(2)]
+        np.testing.assert_array_equal(held[0], value)       # not written over
+        np.testing.assert_array_equal(reader.views(after[-1])[0], value + 0.5)
+        pub.unpin(batch.path)
+        assert sorted(os.listdir(tmp_path)) == files
+    assert not reader.still(first)     # a reader of first's old values is told
+    pub.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_publishers_unpinned_segments_go_first_when_over_its_bytes(tmp_path):
+    pub = Publisher(str(tmp_path), "shard0-x", max_bytes=4 * (HEADER + 64))   # 4 segments
+    first = pub.publish(("a",), [np.zeros(4, np.float32)])
+    pub.pin(first)
+    pub.publish(("a",), [np.ones(4, np.float32)])
+    pub.publish(("a",), [np.ones(4, np.float32)])             # first detached: 3 segments
+    pub.unpin(first.path)                                    # kept: within max_bytes
+    assert len(os.listdir(tmp_path)) == 3
+    other = pub.publish(("b",), [np.ones(4, np.float32)])     # a ring of 2 more: over
+    assert first.path not in {os.path.join(str(tmp_path), f) for f in os.listdir(tmp_path)}
+    assert len(os.listdir(tmp_path)) == 4 and os.path.exists(other.path)
     pub.close()
     assert os.listdir(tmp_path) == []
 

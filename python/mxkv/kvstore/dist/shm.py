@@ -299,8 +299,15 @@ class Publisher:
 
     A published batch can be *pinned* (:meth:`pin`): its segment is then not
     written over until :meth:`unpin`; a publication that comes to it in the
-    ring takes a new segment instead, and the pinned one is dropped once
-    unpinned. The shard pins what its checkpoint writer reads.
+    ring takes another segment instead, and the pinned one, once unpinned,
+    is kept for the next publication that finds its segment pinned. The
+    shard pins what its checkpoint writer reads, every few rounds: a new
+    segment each time (as before) faulted in a page per 4 KB on the round's
+    path, about a round's values per checkpoint (51 MB for ResNet-50's
+    half on each of 2 shards; 0.7 ms per MB on an idle core, about ten
+    times that on the emulated hosts' VM at a round's start). The cost: a
+    segment per set of parts pulled together stays mapped between
+    checkpoints (within ``max_bytes``: spares go first when over).
 
     A shard may also write a round's values straight into the next segment
     (:meth:`begin`, then :meth:`end`): its summing thread sums there, so the
@@ -317,6 +324,7 @@ class Publisher:
         self._segments: Dict[str, Segment] = {}
         self._pins: Dict[str, int] = {}
         self._detached: Dict[str, Segment] = {}   # out of their ring, still pinned
+        self._spares: List[Segment] = []          # out of their ring, unpinned since
         self._bytes = 0
         self._count = 0
         self._gen = 0
@@ -348,7 +356,7 @@ class Publisher:
             seg = ring[0][ring[1]]
             if self._pins.get(seg.path):   # being read by the checkpoint writer
                 self._detached[seg.path] = seg
-                seg = ring[0][ring[1]] = self._new(size)
+                seg = ring[0][ring[1]] = self._spare(size)
             ring[1] ^= 1
             self._gen += 2
             gen = self._gen
@@ -379,7 +387,16 @@ class Publisher:
             self._pins.pop(path, None)
             seg = self._detached.pop(path, None)
             if seg is not None:
-                self._release(seg)
+                self._spares.append(seg)
+                self._trim()
+
+    def _spare(self, size: int) -> Segment:
+        fits = [s for s in self._spares if s.size >= size]
+        if not fits:
+            return self._new(size)
+        seg = min(fits, key=lambda s: s.size)
+        self._spares.remove(seg)
+        return seg
 
     def _new(self, size: int) -> Segment:
         self._count += 1
@@ -401,6 +418,8 @@ class Publisher:
             self._release(seg)
 
     def _trim(self) -> None:
+        while self._bytes > self.max_bytes and self._spares:
+            self._release(self._spares.pop(0))
         while self._bytes > self.max_bytes and len(self._rings) > 1:
             self._drop(self._rings.popitem(last=False)[1])
 
@@ -410,9 +429,10 @@ class Publisher:
             for ring in self._rings.values():
                 self._drop(ring)
             self._rings.clear()
-            for seg in self._detached.values():
+            for seg in list(self._detached.values()) + self._spares:
                 self._release(seg)
             self._detached.clear()
+            self._spares.clear()
 
 
 def remove_stale(directory: str, prefix: str) -> None:
