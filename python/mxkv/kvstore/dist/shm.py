@@ -302,12 +302,12 @@ class Publisher:
     ring takes another segment instead, and the pinned one, once unpinned,
     is kept for the next publication that finds its segment pinned. The
     shard pins what its checkpoint writer reads, every few rounds: a new
-    segment each time (as before) faulted in a page per 4 KB on the round's
-    path, about a round's values per checkpoint (51 MB for ResNet-50's
-    half on each of 2 shards; 0.7 ms per MB on an idle core, about ten
-    times that on the emulated hosts' VM at a round's start). The cost: a
-    segment per set of parts pulled together stays mapped between
-    checkpoints (within ``max_bytes``: spares go first when over).
+    segment each time faulted in a page per 4 KB on the round's path, a
+    round's values per checkpoint (51 MB for each of ResNet-50's 2 shards;
+    0.65 ms per MB on an idle core, 3-13 ms with a job's 8 processes on the
+    emulated hosts' VM). The cost: one more segment per set of parts pulled
+    together stays between checkpoints (within ``max_bytes``: these go
+    first when over).
 
     A shard may also write a round's values straight into the next segment
     (:meth:`begin`, then :meth:`end`): its summing thread sums there, so the
