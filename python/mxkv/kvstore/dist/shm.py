@@ -160,6 +160,17 @@ class Segment:
                 pass
 
 
+def take_fitting(segments: List[Segment], size: int) -> Optional[Segment]:
+    """Remove and return the smallest of ``segments`` that holds ``size``
+    bytes (None when none does)."""
+    fits = [s for s in segments if s.size >= size]
+    if not fits:
+        return None
+    seg = min(fits, key=lambda s: s.size)
+    segments.remove(seg)
+    return seg
+
+
 class PushPool:
     """A worker's push segments for one shard, reused across rounds.
 
@@ -214,10 +225,8 @@ class PushPool:
 
     def _acquire(self, size: int) -> Segment:
         with self._lock:
-            fits = [s for s in self._free if s.size >= size]
-            if fits:
-                seg = min(fits, key=lambda s: s.size)
-                self._free.remove(seg)
+            seg = take_fitting(self._free, size)
+            if seg is not None:
                 return seg
             self._made += 1   # (not len(_all): removed segments free their numbers)
             path = os.path.join(self.directory, f"{self.prefix}-{self._made}")
@@ -391,12 +400,9 @@ class Publisher:
                 self._trim()
 
     def _spare(self, size: int) -> Segment:
-        fits = [s for s in self._spares if s.size >= size]
-        if not fits:
-            return self._new(size)
-        seg = min(fits, key=lambda s: s.size)
-        self._spares.remove(seg)
-        return seg
+        """A segment unpinned since, else a new one (under the lock)."""
+        seg = take_fitting(self._spares, size)
+        return seg if seg is not None else self._new(size)
 
     def _new(self, size: int) -> Segment:
         self._count += 1
