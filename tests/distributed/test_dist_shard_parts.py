@@ -155,6 +155,29 @@ def test_a_sync_round_is_summed_into_a_pull_segment_that_then_holds_the_value(sh
     assert pub.publisher.copies == 0 and puts == []
 
 
+def test_parts_summed_together_are_answered_one_chunk_at_a_time_without_a_copy(shard_store):
+    # a round completed by one message (a same-node worker's whole push)
+    # and pulled in chunks (transport.py): each chunk is the parts it names
+    # in the segment they were summed into
+    kv, pub, puts, reader = shard_store
+    rounds = [("w", (4,), [np.full(4, 2, np.float32)]),
+              ("v", (2, 3), [np.arange(6, dtype=np.float32).reshape(2, 3)])]
+    names, batch = pub.sum_published(rounds)
+    pub.note_summed(names, batch, (1, 1))
+    v = pub.reply(("v",), (1,), shm=True)
+    w = pub.reply(("w",), (1,), shm=True)
+    both = pub.reply(("v", "w"), (1, 1), shm=True)
+    assert [r.source for r in (v, w, both)] == ["summed"] * 3
+    assert {r.ref.path for r in (v, w, both)} == {batch.path}
+    assert reader.views(v.ref)[0].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert reader.views(w.ref)[0].tolist() == [2.0] * 4
+    assert [a.tolist() for a in reader.views(both.ref)] == [[[0, 1, 2], [3, 4, 5]], [2.0] * 4]
+    assert pub.publisher.copies == 0 and puts == []
+    # a name at another round is copied, as before
+    assert pub.reply(("v",), (0,), shm=True).source == "segment"
+    assert pub.reply(("w", "v"), (1, 0), shm=True).source == "segment"
+
+
 def test_a_pull_of_an_older_round_or_another_node_gets_a_copy(shard_store):
     kv, pub, puts, reader = shard_store
     names, batch = pub.sum_published(_round([np.full(4, 2, np.float32)]))

@@ -10,7 +10,8 @@ tried in this order (:meth:`Publication.reply`):
 ``summed``
     a ``dist_sync`` round summed without an updater straight into a pull
     segment (:meth:`Publication.sum_published`): that segment holds the
-    stored values, so the answer costs no copy;
+    stored values, so the answer costs no copy (also for a pull of some of
+    the parts summed there together);
 ``segment``
     the stored values copied into the next pull segment of the publisher's
     ring (:class:`~.shm.Publisher`), for a worker on the shard's node;
@@ -153,9 +154,9 @@ class Publication:
         ref = self._snapshots.get(key)
         source = "cached"
         if ref is None and shm:
-            summed = self._summed.get(names)
-            if summed is not None and summed[0] == rounds:   # summed there: no copy
-                ref = self._snapshots[key] = summed[1]
+            summed = self._summed_batch(names, rounds)
+            if summed is not None:   # summed there: no copy
+                ref = self._snapshots[key] = summed
                 source = "summed"
         if ref is None and shm:
             arrays = as_arrays([export(self.kv.stored_value(n)) for n in names])
@@ -179,6 +180,23 @@ class Publication:
         while len(self._snapshots) > self.keep:  # workers ask for the same round together
             self._snapshots.popitem(last=False)
         return Reply(ref, source)
+
+    def _summed_batch(self, names: tuple, rounds: tuple) -> Optional[ShmBatch]:
+        """Where ``names`` at ``rounds`` lie in the segment they were summed
+        into together, if they were: that batch, or those of its parts (a
+        round completed by one message, pulled in chunks: transport.py)."""
+        summed = self._summed.get(names)
+        if summed is not None:
+            return summed[1] if summed[0] == rounds else None
+        owner = self._backing.get(names[0]) if names else None
+        summed = self._summed.get(owner) if owner is not None else None
+        if summed is None or any(self._backing.get(n) != owner for n in names):
+            return None
+        where = {n: i for i, n in enumerate(owner)}
+        if any(summed[0][where[n]] != r for n, r in zip(names, rounds)):
+            return None
+        batch = summed[1]
+        return ShmBatch(batch.path, batch.gen, [batch.parts[where[n]] for n in names])
 
     def pin(self, batch: ShmBatch) -> List[np.ndarray]:
         """The values in ``batch``, kept there until :meth:`unpin`."""

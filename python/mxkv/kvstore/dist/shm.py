@@ -141,8 +141,12 @@ class Segment:
         keeps them): a big pulled value is then not counted twice, in the
         shard and in every worker that read it. The next read maps them
         again (minor faults, no copy)."""
-        lo = batch.parts[0][0] // mmap.PAGESIZE * mmap.PAGESIZE if batch.parts else 0
-        hi = min(self.size, HEADER + batch.nbytes + _ALIGN * len(batch.parts))
+        if not batch.parts:
+            return
+        # (a batch may be some of a segment's parts: from its first to its last)
+        lo = min(o for o, _, _ in batch.parts) // mmap.PAGESIZE * mmap.PAGESIZE
+        hi = min(self.size, max(o + math.prod(s) * np.dtype(d).itemsize
+                                for o, d, s in batch.parts))
         if hi > lo:
             self._mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
