@@ -144,7 +144,7 @@ def test_a_sync_round_is_summed_into_a_pull_segment_that_then_holds_the_value(sh
     kv, pub, puts, reader = shard_store
     rounds = _round([np.ones(4, np.float32), np.arange(4, dtype=np.float32)])
     assert pub.can_sum(rounds, sync=True, gc=None)
-    names, batch = pub.sum_published(rounds)
+    [(names, batch)] = pub.sum_published(rounds)
     pub.note_summed(names, batch, (1,))
     assert kv.stored_value("w").asnumpy().tolist() == [1.0, 2.0, 3.0, 4.0]
     assert pub.in_segments == 1 and pub.sums_published == 1
@@ -162,7 +162,7 @@ def test_parts_summed_together_are_answered_one_chunk_at_a_time_without_a_copy(s
     kv, pub, puts, reader = shard_store
     rounds = [("w", (4,), [np.full(4, 2, np.float32)]),
               ("v", (2, 3), [np.arange(6, dtype=np.float32).reshape(2, 3)])]
-    names, batch = pub.sum_published(rounds)
+    [(names, batch)] = pub.sum_published(rounds)
     pub.note_summed(names, batch, (1, 1))
     v = pub.reply(("v",), (1,), shm=True)
     w = pub.reply(("w",), (1,), shm=True)
@@ -178,9 +178,40 @@ def test_parts_summed_together_are_answered_one_chunk_at_a_time_without_a_copy(s
     assert pub.reply(("w", "v"), (1, 0), shm=True).source == "segment"
 
 
+def test_a_round_completed_at_once_is_summed_where_its_chunks_are_published(shard_store):
+    # rounds completed chunk by chunk (another node's pushes) made a ring
+    # for each chunk; a round one message completes for several chunks at
+    # once goes into those rings, not into a new ring for that combination
+    kv, pub, puts, reader = shard_store
+    kv.init("u", mx.nd.zeros((5,)))
+    w = ("w", (4,), [np.full(4, 1, np.float32)])
+    v = ("v", (2, 3), [np.full((2, 3), 2, np.float32)])
+    u = ("u", (5,), [np.full(5, 3, np.float32)])
+    for one in (w, v):
+        for names, batch in pub.sum_published([one]):
+            pub.note_summed(names, batch, (1,))
+    made = pub.publisher._count
+    got = pub.sum_published([w, v, u])
+    assert sorted(names for names, _ in got) == [("u",), ("v",), ("w",)]
+    assert pub.publisher._count == made + 2       # a new ring for "u" alone
+    for names, batch in got:
+        pub.note_summed(names, batch, (2,))
+    again = pub.sum_published([w, v, u])             # the same combination: no new segment
+    assert pub.publisher._count == made + 2 and len(again) == 3
+    for names, batch in again:
+        pub.note_summed(names, batch, (3,))
+    for name, want in (("w", [1.0] * 4), ("u", [3.0] * 5)):
+        reply = pub.reply((name,), (3,), shm=True)
+        assert reply.source == "summed" and reader.views(reply.ref)[0].tolist() == want
+    both = pub.reply(("v", "w"), (3, 3), shm=True)   # a set summed apart: a copy
+    assert both.source == "segment"
+    assert [a.tolist() for a in reader.views(both.ref)] == [[[2.0] * 3] * 2, [1.0] * 4]
+    assert puts == []
+
+
 def test_a_pull_of_an_older_round_or_another_node_gets_a_copy(shard_store):
     kv, pub, puts, reader = shard_store
-    names, batch = pub.sum_published(_round([np.full(4, 2, np.float32)]))
+    [(names, batch)] = pub.sum_published(_round([np.full(4, 2, np.float32)]))
     pub.note_summed(names, batch, (1,))
     seg = pub.reply(("w",), (0,), shm=True)      # not the summed round: copied
     assert seg.source == "segment" and seg.ref is not batch
@@ -191,7 +222,7 @@ def test_a_pull_of_an_older_round_or_another_node_gets_a_copy(shard_store):
 
 def test_a_write_moves_a_stored_value_out_of_its_segment_first(shard_store):
     kv, pub, _puts, reader = shard_store
-    names, batch = pub.sum_published(_round([np.full(4, 5, np.float32)]))
+    [(names, batch)] = pub.sum_published(_round([np.full(4, 5, np.float32)]))
     pub.note_summed(names, batch, (1,))
     pub.privatize(["w"])
     assert pub.in_segments == 0

@@ -103,28 +103,34 @@ class Publication:
                 return False
         return True
 
-    def sum_published(self, rounds: Sequence[Round]) -> Tuple[tuple, ShmBatch]:
+    def sum_published(self, rounds: Sequence[Round]) -> List[Tuple[tuple, ShmBatch]]:
         """Sum each round into the next pull segment of these parts, which
         then holds their stored values: published without a copy (copy 3 of
         the data path, docs/distributed.md). Nothing writes into a stored
         value that lies there (other writes go to a private copy first,
         :meth:`privatize`), and a publication that comes back to that
-        segment copies each value onto itself. Returns (names, batch).
+        segment copies each value onto itself. Parts that are published
+        together already go where they are (:meth:`.Publisher.groups`).
+        Returns (names, batch) for each segment written.
 
         Raises
         ------
         OSError
             No segment can be made (the job's directory is gone).
         """
-        names = tuple(n for n, _, _ in rounds)
-        stored = [self.kv.stored_value(n)._array for n in names]
-        seg, parts, gen = self.publisher.begin(names, stored)
+        by_name = {r[0]: r for r in rounds}
+        out = []
         ctx = cpu(0)
-        for (name, shape, pushes), part in zip(rounds, parts):
-            self.kv.sum_into(name, [to_nd(p, shape, None) for p in pushes],
-                             NDArray(seg.view(*part), ctx))
-        self.sums_published += 1
-        return names, self.publisher.end(seg, parts, gen)
+        for names in self.publisher.groups([n for n, _, _ in rounds]):
+            stored = [self.kv.stored_value(n)._array for n in names]
+            seg, parts, gen = self.publisher.begin(names, stored)
+            for name, part in zip(names, parts):
+                _, shape, pushes = by_name[name]
+                self.kv.sum_into(name, [to_nd(p, shape, None) for p in pushes],
+                                 NDArray(seg.view(*part), ctx))
+            self.sums_published += 1
+            out.append((names, self.publisher.end(seg, parts, gen)))
+        return out
 
     def note_summed(self, names: tuple, batch: ShmBatch, rounds: tuple) -> None:
         """Pulls of ``names`` at ``rounds`` (their new ones) are answered with ``batch``."""
@@ -189,9 +195,10 @@ class Publication:
         if summed is not None:
             return summed[1] if summed[0] == rounds else None
         owner = self._backing.get(names[0]) if names else None
-        summed = self._summed.get(owner) if owner is not None else None
-        if summed is None or any(self._backing.get(n) != owner for n in names):
+        if owner is None or owner not in self._summed \
+                or any(self._backing.get(n) != owner for n in names):
             return None
+        summed = self._summed[owner]
         where = {n: i for i, n in enumerate(owner)}
         if any(summed[0][where[n]] != r for n, r in zip(names, rounds)):
             return None

@@ -480,8 +480,8 @@ class ServerShard:
             for name in complete:
                 self.book.complete(name)
                 self._mark_update(name)
-            if summed is not None:
-                self.pub.note_summed(*summed, tuple(self.book.rounds[n] for n in summed[0]))
+            for names, batch in summed or ():
+                self.pub.note_summed(names, batch, tuple(self.book.rounds[n] for n in names))
         changed = applied + complete   # the parts this push moved a round on
         past_keep = self.dur.pushed(sum(p.nbytes for p in payloads
                                         if isinstance(p, np.ndarray)), rank)
@@ -497,16 +497,17 @@ class ServerShard:
                 else:
                     self._checkpoint()
             else:
-                if summed is not None and self.dur.wanted(summed[0]):
-                    self._take_published(*summed)   # a due checkpoint reads them there
+                for names_summed, batch in summed or ():
+                    if self.dur.wanted(names_summed):   # a due checkpoint reads them there
+                        self._take_published(names_summed, batch)
                 self._changed(names=changed)
             await self.book.changed()
         return self.dur.durable_of(names)
 
     def _sum(self, rounds: Sequence[Round], from_shm: bool
-             ) -> Optional[Tuple[tuple, ShmBatch]]:
+             ) -> Optional[List[Tuple[tuple, ShmBatch]]]:
         """Sum (or update with) complete rounds (on the summer). Returns
-        (names, batch) when the sums were written into a pull segment
+        (names, batch) for each pull segment the sums were written into
         (:meth:`.Publication.sum_published`), else None."""
         if self.pub.can_sum(rounds, self.book.sync, self.gc):
             try:
@@ -524,7 +525,7 @@ class ServerShard:
         return None
 
     async def _sum_rounds(self, names: Sequence[Any], from_shm: bool
-                          ) -> Optional[Tuple[tuple, ShmBatch]]:
+                          ) -> Optional[List[Tuple[tuple, ShmBatch]]]:
         rounds = [(n, self.shapes[n], self.book.contributions(n)) for n in names]
         self._summing += 1
         try:

@@ -344,6 +344,27 @@ class Publisher:
         self._lock = threading.RLock()
         self.copies = 0   # publications copied (not written in place by begin/end)
 
+    def groups(self, names: Sequence[Any]) -> List[tuple]:
+        """``names`` cut into sets that have a ring already, most recent
+        first, and the rest together (none left out, none twice). A round
+        that one message completed for parts other messages brought in
+        chunks (a same-node worker's whole push, after some of another
+        node's chunks) is then written where those chunks are published: a
+        ring per combination that happened to complete together made two
+        new segments each time, their pages faulted afresh, and kept them."""
+        key = tuple(names)
+        with self._lock:
+            if key in self._rings:
+                return [key]
+            left = set(key)
+            out = []
+            for ring_key in reversed(self._rings):
+                if len(ring_key) < len(left) and left.issuperset(ring_key):
+                    out.append(ring_key)
+                    left.difference_update(ring_key)
+        rest = tuple(n for n in key if n in left)
+        return out + [rest] if rest else out
+
     def publish(self, names: Any, arrays: Sequence[np.ndarray]) -> ShmBatch:
         """Copy ``arrays`` (the values of ``names``) into the next segment of
         their ring; returns the batch readers copy from."""
