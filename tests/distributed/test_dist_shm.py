@@ -359,3 +359,17 @@ def test_summed_values_outlive_their_pull_segments_being_dropped(jobs):
     job = jobs.job(2, 1, shard_env={"MXKV_SHM_PUBLISH_BYTES": "1"})
     for got in jobs.run(job, two_batches):
         assert got == [(3.0 * (i + 1),) * 2 for i in range(5) for _ in range(2)], got
+
+
+def test_parts_are_grouped_by_the_rings_they_already_have(tmp_path):
+    pub = Publisher(str(tmp_path), "shard0-x", max_bytes=1 << 20)
+    four = np.zeros(4, np.float32)
+    pub.end(*pub.begin(("b", "a"), [four, four]))
+    pub.end(*pub.begin(("c",), [four]))
+    made = len(os.listdir(tmp_path))
+    assert pub.groups(["a", "b"]) == [("b", "a")]            # the same set, in its ring's order
+    assert pub.groups(["c", "a", "b", "d"]) == [("c",), ("b", "a"), ("d",)]
+    assert pub.groups(["a"]) == [("a",)]                     # some of a ring: one of its own
+    assert pub.groups(["d", "e"]) == [("d", "e")]
+    assert len(os.listdir(tmp_path)) == made                 # (asking makes no segment)
+    pub.close()

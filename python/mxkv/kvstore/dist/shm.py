@@ -359,7 +359,7 @@ class Publisher:
             left = set(key)
             out = []
             for ring_key in reversed(self._rings):
-                if len(ring_key) < len(left) and left.issuperset(ring_key):
+                if len(ring_key) <= len(left) and left.issuperset(ring_key):
                     out.append(ring_key)
                     left.difference_update(ring_key)
         rest = tuple(n for n in key if n in left)
