@@ -59,11 +59,14 @@ def _check(out, lang, results):
     for r in (dist, local):
         assert r["held_out_accuracy"] >= 0.9, results
     assert dist["workers"] == 2 and local["workers"] == 1
-    # the README's table shows what the program prints, digit for digit
+    # the README's table shows what the program prints, to 1e-5 (the last
+    # digits depend on the machine's BLAS: 0.0831245556 on one, 0.0831248760
+    # on another machine of the same kind)
     row = {"clj": "Clojure", "py": "Python"}[lang]
     shown = [float(v) for v in re.findall(rf"^\| {row}, [^|]*\| ([0-9.e-]+) \|",
                                           (EXAMPLE / "README.md").read_text(), re.M)]
-    assert shown == [dist["final_train_loss"], local["final_train_loss"]], \
+    printed = [dist["final_train_loss"], local["final_train_loss"]]
+    assert len(shown) == 2 and all(abs(a - b) <= 1e-5 for a, b in zip(shown, printed)), \
         (f"examples/digits/README.md shows final losses {shown} for {row}; the runs printed "
          f"{dist['final_train_loss']!r} (dist_sync) and {local['final_train_loss']!r} (local)")
     print(f"{lang}: final train loss dist_sync {dist['final_train_loss']!r} local "
