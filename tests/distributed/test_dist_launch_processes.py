@@ -4,6 +4,7 @@ directories), and its local cluster listens on loopback only and refuses
 whoever lacks the job's token."""
 from __future__ import annotations
 
+import glob
 import os
 import signal
 import socket
@@ -330,3 +331,22 @@ def test_a_sigkilled_launcher_leaves_nothing_either(launcher):
     launch.proc.kill()
     assert launch.end() == -signal.SIGKILL
     _assert_nothing_left(launch, workers[0][1])
+
+
+def _checkpoint_dirs():
+    return set(glob.glob("/dev/shm/mxkv-job-*-*"))
+
+
+def test_a_launcher_sigkilled_while_it_creates_the_job_leaves_nothing(launcher):
+    # the job's directories exist before create_job returns: the watchdog
+    # must know them from the moment they are made, not once the job is up
+    before = _checkpoint_dirs()
+    launch = launcher()
+    made = launch.wait_for(lambda: sorted(d for d in _checkpoint_dirs() - before
+                                          if not d.endswith(("-data", "-replica"))),
+                           "the job's checkpoint directory", START)
+    launch.tree = _tree(launch.proc.pid)
+    assert not any(" READY " in line for line in launch.out), launch.text()  # mid-start
+    launch.proc.kill()
+    assert launch.end() == -signal.SIGKILL
+    _assert_nothing_left(launch, made[0])

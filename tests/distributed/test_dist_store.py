@@ -2,12 +2,16 @@
 in separate processes: results against closed forms and a local store."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from dist_waits import wait_for_file, wait_until
 
 import mxkv as mx
 from mxkv.base import MXNetError
+from mxkv.kvstore.dist.cluster import create_job
+from mxkv.kvstore.dist.shm import data_dir
 
 SPLIT = {"MXNET_KVSTORE_BIGARRAY_BOUND": "100"}  # arrays of >= 100 elements are split
 
@@ -451,6 +455,19 @@ def test_close_meets_the_other_workers_unless_told_not_to(jobs, tmp_path, barrie
         assert end0 >= start1     # rank 0 waited at the exit barrier for rank 1
     else:
         assert end0 < start1      # rank 0 left without waiting
+
+
+def test_a_job_that_cannot_start_removes_what_it_made_and_nothing_of_another(jobs):
+    ray = pytest.importorskip("ray")
+    first = jobs.job(1, 1)
+    os.makedirs(data_dir(first.name), mode=0o700, exist_ok=True)   # as its first push would
+    made = []
+    with pytest.raises(ValueError, match=first.name):   # its coordinator's name is taken
+        create_job(1, 1, name=first.name, made=made.append)
+    assert len(made) == 1 and made[0] != first.checkpoint_dir
+    assert not os.path.exists(made[0])                  # the new job's own directory: gone
+    assert os.path.isdir(first.checkpoint_dir) and os.path.isdir(data_dir(first.name))
+    assert ray.get(first.coordinator.info.remote(), timeout=30)["num_workers"] == 1
 
 
 def test_optimizer_states_round_trip_through_a_file(jobs, tmp_path):

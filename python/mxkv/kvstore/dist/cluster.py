@@ -37,7 +37,7 @@ import shutil
 import tempfile
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .checkpoint_dir import claim
 from .config import DistConfig
@@ -48,8 +48,8 @@ from .shard import ServerShard
 from .sharding import layout_of
 from .shm import data_dir
 
-__all__ = ["Job", "create_job", "placement_options", "per_node_options", "actor_node",
-           "PLACEMENTS"]
+__all__ = ["Job", "create_job", "new_job_name", "placement_options", "per_node_options",
+           "actor_node", "PLACEMENTS"]
 
 #: How shards are placed over a cluster's nodes.
 PLACEMENTS = ("spread", "pack")
@@ -107,12 +107,20 @@ class Job:
         in a directory the job was given, write the shards' last state there
         first, for a job that resumes it)."""
         ray = import_ray()
+        if ray.is_initialized() and not self.owns_checkpoints:
+            try:
+                ray.get([s.checkpoint.remote() for s in self.shards], timeout=60)
+            except Exception:  # noqa: BLE001 - a stopped shard: its last checkpoint stays
+                pass
+        self._stop()
+
+    def _stop(self, host_dirs: bool = True) -> None:
+        """Stop what the job started, on every node, and remove its files
+        (a directory it was given keeps what is there; ``host_dirs``: also
+        this host's directories named after the job, :func:`~.shm.data_dir`
+        and :func:`~.node_keeper.replica_dir`)."""
+        ray = import_ray()
         if ray.is_initialized():
-            if not self.owns_checkpoints:
-                try:
-                    ray.get([s.checkpoint.remote() for s in self.shards], timeout=60)
-                except Exception:  # noqa: BLE001 - a stopped shard: its last checkpoint stays
-                    pass
             lost: Dict[str, str] = {}
             try:
                 if self.agents:
@@ -148,10 +156,11 @@ class Job:
             self.groups = []
         if self.owns_checkpoints:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
-        # the same-host data path's segments (shm.py), and the copies of
-        # other nodes' shard logs (replica.py), this host's
-        shutil.rmtree(data_dir(self.name), ignore_errors=True)
-        shutil.rmtree(replica_dir(self.name), ignore_errors=True)
+        if host_dirs:
+            # the same-host data path's segments (shm.py), and the copies of
+            # other nodes' shard logs (replica.py), this host's
+            shutil.rmtree(data_dir(self.name), ignore_errors=True)
+            shutil.rmtree(replica_dir(self.name), ignore_errors=True)
 
 
 def placement_options(count: int, placement: str = "spread",
@@ -242,6 +251,11 @@ def _environ(values: Dict[str, str]):
                 os.environ[k] = v
 
 
+def new_job_name() -> str:
+    """A fresh job name (``job-`` and 10 hex digits)."""
+    return f"job-{uuid.uuid4().hex[:10]}"
+
+
 def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
                address: Optional[str] = None, p3: bool = False,
                timeouts: Optional[Timeouts] = None,
@@ -249,7 +263,8 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
                shard_options: Optional[dict] = None,
                placement: str = "spread",
                shard_env: Optional[Dict[str, str]] = None,
-               resume: Optional[bool] = None) -> Job:
+               resume: Optional[bool] = None,
+               made: Optional[Callable[[str], None]] = None) -> Job:
     """Create a job's coordinator and ``num_servers`` shards on the connected
     Ray cluster (call ``ray.init`` first); waits until they answer, up to
     ``START_TIMEOUT`` seconds or the job's fail timeout if longer (starting
@@ -289,11 +304,17 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
         Take up the state a directory holds from an earlier job (default:
         ``MXKV_RESUME``, off): without it a directory holding another job's
         logs is refused (:mod:`.checkpoint_dir`).
+    made : callable, optional
+        Called with the checkpoint directory this call makes (when it makes
+        one: none given) as soon as it exists, before anything can fail or
+        take long: ``mxkv launch`` hands it to its watchdog, so that a
+        launcher killed while the job starts leaves it behind no more than
+        one killed later.
     """
     if placement not in PLACEMENTS:
         raise ValueError(f"placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
-    ray = import_ray()
-    name = name or f"job-{uuid.uuid4().hex[:10]}"
+    import_ray()   # (a clear error before anything is made, where Ray is missing)
+    name = name or new_job_name()
     shard_env = {str(k): str(v) for k, v in (shard_env or {}).items()}
     with _environ(shard_env):   # (the shards' values, checked here: a bad one starts nothing)
         config = DistConfig.from_env()
@@ -307,42 +328,61 @@ def create_job(num_workers: int, num_servers: int, name: Optional[str] = None,
         base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         checkpoint_dir = tempfile.mkdtemp(prefix=f"mxkv-{name}-", dir=base)
         owns = True
+        if made is not None:
+            made(checkpoint_dir)
+    # what is started so far, stopped (and its files removed) if the start fails
+    job = Job(name=name, address=address, num_workers=num_workers, num_servers=num_servers,
+              checkpoint_dir=checkpoint_dir, coordinator=None, shards=[], p3=p3,
+              timeouts=timeouts, owns_checkpoints=owns, placement=placement)
+    try:
+        _start(job, config, resume, shard_options, shard_env)
+    except BaseException:
+        # (a name already in use fails before the coordinator starts: the
+        # directories named after it are that other job's)
+        job._stop(host_dirs=job.coordinator is not None)
+        raise
+    return job
+
+
+def _start(job: Job, config: DistConfig, resume: Optional[bool],
+           shard_options: Optional[dict], shard_env: Dict[str, str]) -> None:
+    """Claim ``job``'s checkpoint directory and start its actors, recording
+    each in ``job`` as it starts (see :func:`create_job`)."""
+    ray = import_ray()
+    name, num_workers, num_servers = job.name, job.num_workers, job.num_servers
+    checkpoint_dir, timeouts = job.checkpoint_dir, job.timeouts
     ident = claim(checkpoint_dir, name, resume=config.resume if resume is None else resume,
                   layout=layout_of(num_servers, config.bigarray_bound,
-                                   config.slice_threshold if p3 else 0))
+                                   config.slice_threshold if job.p3 else 0))
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     # the coordinator (not restarted: the job ends with it) stays on this node
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     coord_cls = ray.remote(Coordinator)
-    coordinator = coord_cls.options(name=coordinator_name(name), namespace=NAMESPACE,
-                                    num_cpus=0, max_concurrency=1000,
-                                    scheduling_strategy=here).remote(
+    coordinator = job.coordinator = coord_cls.options(
+        name=coordinator_name(name), namespace=NAMESPACE, num_cpus=0, max_concurrency=1000,
+        scheduling_strategy=here).remote(
         name, num_workers, num_servers, timeouts.heartbeat, timeouts.dead)
     start = max(timeouts.fail, START_TIMEOUT)
     ray.get(coordinator.info.remote(), timeout=start)
-    agents, replicate = _start_agents(name, coordinator, checkpoint_dir, owns, ident["run"],
-                                      config, start)
+    job.agents, job.replicated = _start_agents(name, coordinator, checkpoint_dir,
+                                               job.owns_checkpoints, ident["run"], config,
+                                               start)
     shard_cls = ray.remote(ServerShard)
     opts = dict(num_cpus=0, max_restarts=config.shard_max_restarts, max_task_retries=0,
                 max_concurrency=1000)
-    groups: List[Any] = []
     if {"scheduling_strategy", "resources"} & set(shard_options or {}):
         places: List[dict] = [{}] * num_servers   # the caller places them
     else:
-        group, places = placement_options(num_servers, placement, start)
-        groups.append(group)
-    shards = [shard_cls.options(name=shard_name(name, i), namespace=NAMESPACE,
-                                **{**opts, **places[i], **(shard_options or {})}).remote(
+        group, places = placement_options(num_servers, job.placement, start)
+        job.groups.append(group)
+    job.shards = [shard_cls.options(name=shard_name(name, i), namespace=NAMESPACE,
+                                    **{**opts, **places[i], **(shard_options or {})}).remote(
         name, i, num_workers, checkpoint_dir, config, shard_env, identity=ident,
-        replicate=replicate, num_shards=num_servers)
+        replicate=job.replicated, num_shards=num_servers)
         for i in range(num_servers)]
-    ray.get([s.hello.remote() for s in shards], timeout=start)
-    ray.get(coordinator.set_shards.remote(shards), timeout=start)
-    return Job(name=name, address=address, num_workers=num_workers, num_servers=num_servers,
-               checkpoint_dir=checkpoint_dir, coordinator=coordinator, shards=shards, p3=p3,
-               timeouts=timeouts, owns_checkpoints=owns, placement=placement, groups=groups,
-               agents=agents, replicated=replicate)
+    ray.get([s.hello.remote() for s in job.shards], timeout=start)
+    ray.get(coordinator.set_shards.remote(job.shards), timeout=start)
 
 
 def _start_agents(name: str, coordinator: Any, directory: str, owns: bool, run: str,

@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     exit code. The process running it owns what it starts: at the end (and on
     SIGTERM/SIGINT) every process below it is killed."""
     from ...base import env
-    from .cluster import create_job
+    from .cluster import create_job, new_job_name
     from .job import connect
 
     # read before the job starts, so that a bad value starts nothing
@@ -214,15 +214,17 @@ def run(args: argparse.Namespace) -> int:
         sup.install()   # ray.init sets a SIGTERM handler of its own
         # --env and --env-server reach the shards too (as MXNet's launcher
         # gives them to its servers): MXKV_CHECKPOINT_DIR, MXKV_KEEP_BYTES, ...
-        job = create_job(args.num_workers, args.num_servers, address=address, p3=args.p3,
-                         placement=args.shard_placement, resume=args.resume,
+        # what the job will make on this host is the watchdog's before it
+        # exists: a launcher killed while the job starts leaves nothing either
+        name = new_job_name()
+        remove_at_end(data_dir(name))   # the same-host data path's segments
+        remove_at_end(replica_dir(name))   # copies of other hosts' shard logs
+        dog.mark_job(name)
+        job = create_job(args.num_workers, args.num_servers, name=name, address=address,
+                         p3=args.p3, placement=args.shard_placement, resume=args.resume,
                          shard_env={**_env_pairs(args.env, "--env"),
-                                    **_env_pairs(args.env_server, "--env-server")})
-        if job.owns_checkpoints:
-            remove_at_end(job.checkpoint_dir)
-        remove_at_end(data_dir(job.name))   # the same-host data path's segments
-        remove_at_end(replica_dir(job.name))   # copies of other hosts' shard logs
-        dog.mark_job(job.name)
+                                    **_env_pairs(args.env_server, "--env-server")},
+                         made=remove_at_end)   # the checkpoint directory, if it makes one
         _start_processes(args, job, sup, call_timeout_ms)
         _say_where(job, sup)
         if cluster is not None:
