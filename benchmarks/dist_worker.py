@@ -90,6 +90,7 @@ def main() -> int:
     for i in range(a.warmup + a.iters):
         if i == a.warmup:
             loop_start = time.time()
+            faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t = time.perf_counter()
         step()
         dt = time.perf_counter() - t
@@ -102,14 +103,19 @@ def main() -> int:
         if i >= a.warmup:
             times.append(dt)
     loop_end = time.time()
+    # page faults per timed iteration: a copy into reused memory should not
+    # fault (where it does, the kernel unmapped it: multihost_bench.py's report)
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0) / max(1, a.iters)
     kv._barrier()
     if kv.rank != 0:   # every rank's phases (multihost_bench.py reads their offsets)
         with open(f"{a.out}.rank{kv.rank}", "w") as f:
-            json.dump({"rank": kv.rank, **{k: v[a.warmup:] for k, v in phases.items()}}, f)
+            json.dump({"rank": kv.rank, "minflt_per_it": faults,
+                       **{k: v[a.warmup:] for k, v in phases.items()}}, f)
     if kv.rank == 0:   # (loop_wall: the timed loop's bounds, for link counters)
         with open(a.out, "w") as f:
             json.dump({"module": a.module, "workers": kv.num_workers, "times_s": times,
                        "setup_s": setup, "loop_wall": [loop_start, loop_end],
+                       "minflt_per_it": faults,
                        **{k: v[a.warmup:] for k, v in phases.items()}}, f)
     return 0
 

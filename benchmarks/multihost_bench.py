@@ -31,6 +31,7 @@ host 0's link ran one way only, both ways at once, or idle.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import platform
@@ -255,6 +256,12 @@ def main() -> int:
                                   f"{statistics.median(r['push_s']) * 1e3:.0f} ms, pull + "
                                   f"waitall {statistics.median(r['pull_s']) * 1e3:.0f} ms",
                                   flush=True)
+                        if "minflt_per_it" in r:
+                            faults = [r["minflt_per_it"]] + [
+                                o["minflt_per_it"] for o in r.get("other_ranks", [])
+                                if "minflt_per_it" in o]
+                            print(f"  {side} page faults per iteration, by rank: "
+                                  f"{', '.join(f'{x:.0f}' for x in faults)}", flush=True)
                         r["links"] = sampler.window(*r["loop_wall"], rate_bits or float("inf"))
                         r["timeline"] = [[round(s[0], 3), s[1]] for s in sampler.samples
                                          if r["loop_wall"][0] <= s[0] <= r["loop_wall"][1]]
@@ -299,12 +306,14 @@ def main() -> int:
     meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": platform.machine(),
             "cpus": os.cpu_count(), "rate": a.rate, "reps": a.reps, "iters": a.iters,
             "warmup": a.warmup, "load_avg_1min": [min(loads, default=0),
-                                                  max(loads, default=0)]}
+                                                  max(loads, default=0)],
+            "damon": damon_state()}
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, f"{stem}.json"), "w") as f:
         json.dump({"meta": meta, "rows": table,
                    "raw": {k: {s: [{x: r[x] for x in ("times_s", "links", "push_s", "pull_s",
-                                                "start_wall", "other_ranks", "directions")
+                                                "start_wall", "other_ranks", "directions",
+                                                "minflt_per_it")
                                     + (("timeline",) if s == "mxkv" else ())   # (the counters)
                                     if x in r} for r in v[s]]
                                for s in v} for k, v in results.items()}}, f)
@@ -314,6 +323,24 @@ def main() -> int:
     print(md)
     _plot(table, sides, a.mxnet_python, stem, a.rate)
     return 0
+
+
+def damon_state() -> str:
+    """This machine's DAMON schemes (the kernel reclaiming idle memory by
+    itself): a reused buffer it finds idle is unmapped and faults again,
+    which moves wall times by 15-25% here (docs/distributed.md)."""
+    base = "/sys/kernel/mm/damon/admin/kdamonds"
+    found = []
+    for state in sorted(glob.glob(f"{base}/*/state")):
+        kd = os.path.dirname(state)
+        try:
+            on = open(state).read().strip()
+            actions = sorted({open(p).read().strip() for p in
+                              glob.glob(f"{kd}/contexts/*/schemes/*/action")})
+        except OSError:
+            continue
+        found.append(f"{os.path.basename(kd)}: {on}, {'/'.join(actions) or 'no scheme'}")
+    return "; ".join(found) or "none"
 
 
 def _markdown(meta: Dict, table: List[Dict], sides: List[str]) -> str:
