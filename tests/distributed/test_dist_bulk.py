@@ -1,7 +1,9 @@
 """The bulk transport's framing and authentication (bulk.py), without Ray:
 a chunk's arrays arrive equal whatever the reads' sizes, a wrong secret is
 refused both ways, a connection broken mid-chunk delivers nothing, and a
-client that lost its connection reconnects and sends its chunk again.
+client that lost its connection reconnects and sends its chunk again, and
+both ends use the congestion control asked for (one the kernel refuses
+leaves its default, said once).
 (With Ray, streamed rounds over it: test_dist_stream.py; a shard killed
 mid-stream: test_dist_faults.py.)"""
 from __future__ import annotations
@@ -212,3 +214,91 @@ def test_a_client_that_cannot_reconnect_gives_up_once(server):
         wait_until(lambda: client.dead, "the client to give up")
     finally:
         client.close()
+
+
+def _congestion_of(sock):
+    return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0").decode()
+
+
+def _kernel_default():
+    with socket.socket() as s:
+        return _congestion_of(s)
+
+
+def _another_than_the_kernels():
+    """A congestion control this process may choose that is not the
+    kernel's default (reno, every kernel's, unless that is the default)."""
+    default = _kernel_default()
+    for name in ("reno", "cubic", "bbr"):
+        if name == default:
+            continue
+        with socket.socket() as s:
+            try:
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, name.encode())
+            except OSError:
+                continue
+        return name
+    pytest.skip(f"no congestion control other than the kernel's {default} may be chosen here")
+
+
+def _served(server, client_id):
+    wait_until(lambda: client_id in server._conns, "the server to take the connection")
+    return server._conns[client_id].sock
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_CONGESTION"), reason="no TCP_CONGESTION here")
+def test_both_ends_of_a_connection_use_the_congestion_control_asked_for():
+    name = _another_than_the_kernels()
+    s = BulkServer("127.0.0.1", SECRET, congestion=name)
+    try:
+        client = BulkClient(lambda: s.address, SECRET, congestion=name)
+        try:
+            assert _congestion_of(client.sock) == name        # it sends the pushes
+            assert _congestion_of(_served(s, client.id)) == name   # and the answers
+            ref = BulkRef(client.id, client.token(), ARRAYS)
+            client.send(ref)
+            same(take(s, BulkRef(ref.client, ref.token)), ARRAYS)
+        finally:
+            client.close()
+    finally:
+        s.close()
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_CONGESTION"), reason="no TCP_CONGESTION here")
+def test_no_congestion_control_asked_for_keeps_the_kernels(server):
+    plain = BulkServer("127.0.0.1", SECRET, congestion="")
+    try:
+        sock = connect(plain.address, SECRET, b"k" * 16, congestion="")
+        try:
+            assert _congestion_of(sock) == _kernel_default()
+            assert _congestion_of(_served(plain, b"k" * 16)) == _kernel_default()
+        finally:
+            sock.close()
+    finally:
+        plain.close()
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_CONGESTION"), reason="no TCP_CONGESTION here")
+def test_a_congestion_control_the_kernel_refuses_leaves_its_default_and_says_so_once(caplog):
+    name = "nosuchcc%d" % (time.monotonic_ns() % 10 ** 6)   # (said once per process)
+    s = BulkServer("127.0.0.1", SECRET, congestion=name)
+    try:
+        with caplog.at_level("WARNING", logger="mxkv.kvstore.dist"):
+            clients = [BulkClient(lambda: s.address, SECRET, congestion=name)
+                       for _ in range(2)]
+            try:
+                for c in clients:   # the connections work, on the kernel's default
+                    assert _congestion_of(c.sock) == _kernel_default()
+                    assert _congestion_of(_served(s, c.id)) == _kernel_default()
+                    ref = BulkRef(c.id, c.token(), ARRAYS)
+                    c.send(ref)
+                    same(take(s, BulkRef(ref.client, ref.token)), ARRAYS)
+            finally:
+                for c in clients:
+                    c.close()
+        said = [r.getMessage() for r in caplog.records if name in r.getMessage()]
+        assert len(said) == 1, said
+        assert f"MXKV_BULK_CONGESTION={name} was refused" in said[0]
+        assert repr(_kernel_default()) in said[0]
+    finally:
+        s.close()

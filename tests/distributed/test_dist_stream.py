@@ -47,7 +47,28 @@ def value(rank, i, shape):
 def train(kv, mx):
     outs = sgd_rounds(kv, mx, SHAPES, ROUNDS, value)
     sent = [tuple(names) for names in kv._stream.sent] if kv._stream is not None else []
-    return outs, sent
+    return outs, sent, _congestions(kv)
+
+
+def _congestions(kv):
+    """The congestion control of each of this worker's bulk connections."""
+    from mxkv.kvstore.dist.bulk import congestion_of
+
+    links = kv._transport.links
+    clients = [] if links is None else [c for c in links._clients.values() if c is not None]
+    return sorted(congestion_of(c.sock) for c in clients if c.sock is not None)
+
+
+def _cubic_or_the_kernels():
+    """What a bulk connection uses by default here (MXKV_BULK_CONGESTION)."""
+    import socket
+
+    with socket.socket() as s:
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
+        except OSError:
+            pass
+        return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0")[0].decode()
 
 
 def pulled_into_two_outs(kv, mx):
@@ -81,7 +102,7 @@ def test_a_streamed_round_gives_the_local_stores_values(jobs, env, transport):
     job = jobs.job(2, 2)
     results = jobs.run(job, train, env={**env, "MXKV_BULK_TRANSPORT": transport})
     want = local_sgd(SHAPES, ROUNDS, value, 2)
-    for outs, _ in results:
+    for outs, _, _ in results:
         for got, w in zip(outs, want):
             np.testing.assert_allclose(got, w, rtol=1e-6)
     # the chunks' bytes came on the workers' TCP connections (bulk.py); a
@@ -90,9 +111,13 @@ def test_a_streamed_round_gives_the_local_stores_values(jobs, env, transport):
     received = [st["bulk_received"] for st in stats]
     if transport == "tcp" and env["MXKV_STREAM_CHUNK_BYTES"] != "0":
         assert all(r >= ROUNDS for r in received), received
+        # both ends of every connection with MXKV_BULK_CONGESTION's default
+        cc = _cubic_or_the_kernels()
+        assert [st["bulk_congestion"] for st in stats] == [{cc: 2}, {cc: 2}], stats
+        assert [r[2] for r in results] == [[cc, cc], [cc, cc]]
     else:
         assert received == [0, 0]
-    for _, sent in results:
+    for _, sent, _ in results:
         per_round = len(sent) // ROUNDS
         if env["MXKV_STREAM_CHUNK_BYTES"] == "0":
             assert sent == []            # one message per shard, sent at once

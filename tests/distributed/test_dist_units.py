@@ -549,6 +549,28 @@ def test_the_stores_knobs_are_read_once_into_a_frozen_config(monkeypatch):
         DistConfig.from_env()
 
 
+@pytest.mark.parametrize("value, want", [(None, "cubic"), (" ", "cubic"), ("system", ""),
+                                         (" Reno ", "reno"), ("bbr", "bbr")])
+def test_the_bulk_connections_congestion_control_is_a_name_or_the_kernels(
+        monkeypatch, value, want):
+    from mxkv.kvstore.dist.config import DistConfig
+
+    if value is None:
+        monkeypatch.delenv("MXKV_BULK_CONGESTION", raising=False)
+    else:
+        monkeypatch.setenv("MXKV_BULK_CONGESTION", value)
+    assert DistConfig.from_env().bulk_congestion == want
+
+
+@pytest.mark.parametrize("value", ["cu bic", "cubic;reno", "x" * 16, "bbr-2"])
+def test_a_congestion_control_that_is_not_a_name_is_refused(monkeypatch, value):
+    from mxkv.kvstore.dist.config import DistConfig
+
+    monkeypatch.setenv("MXKV_BULK_CONGESTION", value)
+    with pytest.raises(MXNetError, match="MXKV_BULK_CONGESTION=.*congestion control's name"):
+        DistConfig.from_env()
+
+
 # ---------------------------------------------------------------- watchdog
 _CHURN = """
 import os, sys

@@ -40,7 +40,7 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -50,6 +50,42 @@ __all__ = ["BulkRef", "BulkLost", "BulkServer", "BulkClient", "HEADER", "PUSH", 
            "encode_header", "recv_frame", "send_frame"]
 
 log = logging.getLogger("mxkv.kvstore.dist")
+
+#: the congestion control a bulk connection asks for when none is given
+#: (``MXKV_BULK_CONGESTION``, docs/distributed.md "the bulk bytes over TCP")
+DEFAULT_CONGESTION = "cubic"
+_said: Set[str] = set()
+
+
+def congestion_of(sock: socket.socket) -> str:
+    """The TCP congestion control ``sock`` uses ("" where none is told)."""
+    if not hasattr(socket, "TCP_CONGESTION"):
+        return ""
+    try:
+        name = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16)
+    except OSError:   # (closed meanwhile)
+        return ""
+    return name.split(b"\0", 1)[0].decode("ascii", "replace")
+
+
+def tune(sock: socket.socket, congestion: str = DEFAULT_CONGESTION) -> None:
+    """Set a bulk connection's options: no Nagle delay, and ``congestion``
+    as its TCP congestion control ("": the kernel's default). A kernel that
+    lacks it, or does not let this user choose it, leaves the default: said
+    once per process, and the connection works as before."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if not congestion or not hasattr(socket, "TCP_CONGESTION"):
+        return
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, congestion.encode())
+    except OSError as exc:
+        if congestion not in _said:
+            _said.add(congestion)
+            log.warning("mxkv: bulk connections keep the kernel's congestion control %r: "
+                        "MXKV_BULK_CONGESTION=%s was refused (%s; see "
+                        "net.ipv4.tcp_available_congestion_control and "
+                        "tcp_allowed_congestion_control)", congestion_of(sock), congestion, exc)
+
 
 MAGIC = b"MXKB"
 #: a frame: magic, kind, token, parts; each part then (dtype, ndim) and ndim u64s
@@ -187,11 +223,16 @@ class BulkServer:
     keep_s : float
         A received chunk no push call took within this long is dropped
         (a duplicate sent again after a lost connection).
+    congestion : str
+        The TCP congestion control its connections ask for (:func:`tune`):
+        it sends the pull answers.
     """
 
-    def __init__(self, host: str, secret: bytes, keep_s: float = 600.0) -> None:
+    def __init__(self, host: str, secret: bytes, keep_s: float = 600.0,
+                 congestion: str = DEFAULT_CONGESTION) -> None:
         self.secret = secret
         self.keep_s = keep_s
+        self.congestion = congestion
         self.sock = socket.create_server((host, 0), backlog=64)
         self.address: Tuple[str, int] = (host, self.sock.getsockname()[1])
         self._lock = threading.Lock()
@@ -202,6 +243,8 @@ class BulkServer:
         #: frames received, refused handshakes (for tests and stats)
         self.received = 0
         self.refused = 0
+        #: connections taken, by their congestion control (for stats)
+        self.congestions: Dict[str, int] = {}
         threading.Thread(target=self._accept, name="mxkv-bulk-accept", daemon=True).start()
 
     def _accept(self) -> None:
@@ -233,9 +276,11 @@ class BulkServer:
                     self.refused += 1
                 return
             sock.settimeout(None)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            tune(sock, self.congestion)
+            cc = congestion_of(sock)
             conn = _Conn(sock, client)
             with self._lock:
+                self.congestions[cc] = self.congestions.get(cc, 0) + 1
                 if self._closed:   # (closed during the handshake: close() did not see it)
                     return
                 old = self._conns.get(client)
@@ -370,8 +415,9 @@ class _Slot:
         self.into: Optional[Callable[[list], Optional[List[np.ndarray]]]] = None
 
 
+
 def connect(address: Tuple[str, int], secret: bytes, client: bytes,
-            timeout: float = 10.0) -> socket.socket:
+            timeout: float = 10.0, congestion: str = DEFAULT_CONGESTION) -> socket.socket:
     """An authenticated connection to a :class:`BulkServer` (ConnectionError
     if the server does not know the secret, OSError if none answers)."""
     sock = socket.create_connection((str(address[0]), int(address[1])), timeout=timeout)
@@ -385,7 +431,7 @@ def connect(address: Tuple[str, int], secret: bytes, client: bytes,
         if not hmac.compare_digest(mac, _mac(secret, b"s", cnonce)):
             raise ConnectionError(f"{address} does not know the job's secret")
         sock.settimeout(None)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        tune(sock, congestion)
         return sock
     except BaseException:
         sock.close()
@@ -404,12 +450,16 @@ class BulkClient:
     retry_s : float
         How long a chunk's send tries to reconnect before the client gives
         up for good (:attr:`dead`: the worker uses the object store).
+    congestion : str
+        The TCP congestion control its connection asks for (:func:`tune`):
+        it sends the pushes.
     """
 
     def __init__(self, address: Callable[[], Optional[Tuple[str, int]]], secret: bytes,
-                 retry_s: float = 30.0) -> None:
+                 retry_s: float = 30.0, congestion: str = DEFAULT_CONGESTION) -> None:
         self.address = address
         self.retry_s = retry_s
+        self.congestion = congestion
         self.secret = secret
         self.id = os.urandom(16)
         self._tokens = itertools.count(1)
@@ -433,7 +483,7 @@ class BulkClient:
         addr = self.address()
         if addr is None:
             raise ConnectionError("the shard has no bulk listener")
-        sock = connect(addr, self.secret, self.id)
+        sock = connect(addr, self.secret, self.id, congestion=self.congestion)
         with self._lock:
             self.sock = sock
             self._gen += 1

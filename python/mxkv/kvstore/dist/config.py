@@ -45,6 +45,7 @@ MXKV_CHECKPOINT_REPLICA         auto       copy each shard's log to another node
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ...base import env
@@ -108,6 +109,7 @@ class DistConfig:
     stream_chunk_bytes: int = DEFAULT_STREAM_CHUNK
     stream_window: int = 2
     bulk_transport: str = "tcp"
+    bulk_congestion: str = "cubic"
     bigarray_bound: int = DEFAULT_DIST_BOUND
     slice_threshold: int = 40 * 1000
     checkpoint_dir: str = ""
@@ -132,6 +134,7 @@ class DistConfig:
                                    minimum=0),
             stream_window=env("MXKV_STREAM_WINDOW", 2, int, minimum=1),
             bulk_transport=_bulk_mode(env("MXKV_BULK_TRANSPORT", "tcp")),
+            bulk_congestion=_congestion(env("MXKV_BULK_CONGESTION", "cubic")),
             bigarray_bound=env("MXNET_KVSTORE_BIGARRAY_BOUND", DEFAULT_DIST_BOUND, int,
                                minimum=1),
             slice_threshold=env("MXNET_KVSTORE_SLICE_THRESHOLD", 40 * 1000, int, minimum=1),
@@ -162,4 +165,18 @@ def _bulk_mode(value: str) -> str:
     v = value.strip().lower()
     if v not in ("tcp", "ray"):
         raise MXNetError(f"MXKV_BULK_TRANSPORT={value!r}: give tcp or ray")
+    return v
+
+
+def _congestion(value: str) -> str:
+    """``MXKV_BULK_CONGESTION`` as a congestion control's name, or "" for the
+    kernel's default (``system``)."""
+    from ...base import MXNetError
+
+    v = value.strip().lower()
+    if v == "system":
+        return ""
+    if not re.fullmatch(r"[a-z0-9_]{1,15}", v):
+        raise MXNetError(f"MXKV_BULK_CONGESTION={value!r}: give a TCP congestion control's "
+                         "name (cubic, reno, bbr, ...) or system")
     return v

@@ -193,7 +193,8 @@ class ServerShard:
                 secret = self.ray.get(self.coordinator.bulk_secret.remote(),
                                       timeout=config.timeouts.fail)
                 self.bulk = BulkServer(self.ray.util.get_node_ip_address(), secret,
-                                       keep_s=config.timeouts.fail)
+                                       keep_s=config.timeouts.fail,
+                                       congestion=config.bulk_congestion)
             except Exception as exc:  # noqa: BLE001 - the object store carries them
                 log.warning("mxkv: server shard %d has no bulk listener (%s); chunks from "
                             "other nodes come through Ray's object store", self.index, exc)
@@ -759,5 +760,6 @@ class ServerShard:
                 "replica": None if self.replica is None else self.replica.host,
                 "bulk": None if self.bulk is None else self.bulk.address,
                 "bulk_received": 0 if self.bulk is None else self.bulk.received,
+                "bulk_congestion": {} if self.bulk is None else dict(self.bulk.congestions),
                 **self.pub.stats()}
 

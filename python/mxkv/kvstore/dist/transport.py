@@ -113,7 +113,8 @@ class BulkRoutes:
                     self._secret = self.ray.get(self.coord.bulk_secret.remote(),
                                                 timeout=self.config.timeouts.fail)
                 client = BulkClient(lambda: self.chan.bulk_addr[shard], self._secret,
-                                    retry_s=max(5.0, self.config.timeouts.dead))
+                                    retry_s=max(5.0, self.config.timeouts.dead),
+                                    congestion=self.config.bulk_congestion)
             except Exception as exc:  # noqa: BLE001 - the object store carries them
                 log.warning("mxkv: %s cannot connect to server shard %d's bulk listener %s "
                             "(%s); its chunks go through Ray's object store", self.who, shard,
