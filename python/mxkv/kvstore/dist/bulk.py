@@ -45,15 +45,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from ...base import MXNetError
+from .config import DEFAULT_BULK_CONGESTION
 
 __all__ = ["BulkRef", "BulkLost", "BulkServer", "BulkClient", "HEADER", "PUSH", "PULL", "ACK",
            "encode_header", "recv_frame", "send_frame"]
 
 log = logging.getLogger("mxkv.kvstore.dist")
 
-#: the congestion control a bulk connection asks for when none is given
-#: (``MXKV_BULK_CONGESTION``, docs/distributed.md "the bulk bytes over TCP")
-DEFAULT_CONGESTION = "cubic"
+#: congestion controls a kernel refused, said once
 _said: Set[str] = set()
 
 
@@ -68,7 +67,7 @@ def congestion_of(sock: socket.socket) -> str:
     return name.split(b"\0", 1)[0].decode("ascii", "replace")
 
 
-def tune(sock: socket.socket, congestion: str = DEFAULT_CONGESTION) -> None:
+def tune(sock: socket.socket, congestion: str = DEFAULT_BULK_CONGESTION) -> None:
     """Set a bulk connection's options: no Nagle delay, and ``congestion``
     as its TCP congestion control ("": the kernel's default). A kernel that
     lacks it, or does not let this user choose it, leaves the default: said
@@ -229,7 +228,7 @@ class BulkServer:
     """
 
     def __init__(self, host: str, secret: bytes, keep_s: float = 600.0,
-                 congestion: str = DEFAULT_CONGESTION) -> None:
+                 congestion: str = DEFAULT_BULK_CONGESTION) -> None:
         self.secret = secret
         self.keep_s = keep_s
         self.congestion = congestion
@@ -417,7 +416,7 @@ class _Slot:
 
 
 def connect(address: Tuple[str, int], secret: bytes, client: bytes,
-            timeout: float = 10.0, congestion: str = DEFAULT_CONGESTION) -> socket.socket:
+            timeout: float = 10.0, congestion: str = DEFAULT_BULK_CONGESTION) -> socket.socket:
     """An authenticated connection to a :class:`BulkServer` (ConnectionError
     if the server does not know the secret, OSError if none answers)."""
     sock = socket.create_connection((str(address[0]), int(address[1])), timeout=timeout)
@@ -456,7 +455,7 @@ class BulkClient:
     """
 
     def __init__(self, address: Callable[[], Optional[Tuple[str, int]]], secret: bytes,
-                 retry_s: float = 30.0, congestion: str = DEFAULT_CONGESTION) -> None:
+                 retry_s: float = 30.0, congestion: str = DEFAULT_BULK_CONGESTION) -> None:
         self.address = address
         self.retry_s = retry_s
         self.congestion = congestion

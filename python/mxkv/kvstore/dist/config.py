@@ -50,10 +50,14 @@ from dataclasses import dataclass, field
 
 from ...base import env
 
-__all__ = ["DistConfig", "Timeouts", "DEFAULT_P3_WINDOW", "DEFAULT_DIST_BOUND"]
+__all__ = ["DistConfig", "Timeouts", "DEFAULT_P3_WINDOW", "DEFAULT_DIST_BOUND",
+           "DEFAULT_BULK_CONGESTION"]
 
 #: P3's default window (bytes in flight)
 DEFAULT_P3_WINDOW = 8 << 20
+#: the TCP congestion control of the bulk connections (docs/distributed.md,
+#: "the bulk bytes over TCP": BBR's ProbeRTT stalled each long flow every 10 s)
+DEFAULT_BULK_CONGESTION = "cubic"
 #: the default chunk of a round streamed to a shard on another node
 DEFAULT_STREAM_CHUNK = 8 << 20
 #: elements from which a key is split over every shard, when
@@ -109,7 +113,7 @@ class DistConfig:
     stream_chunk_bytes: int = DEFAULT_STREAM_CHUNK
     stream_window: int = 2
     bulk_transport: str = "tcp"
-    bulk_congestion: str = "cubic"
+    bulk_congestion: str = DEFAULT_BULK_CONGESTION
     bigarray_bound: int = DEFAULT_DIST_BOUND
     slice_threshold: int = 40 * 1000
     checkpoint_dir: str = ""
@@ -134,7 +138,7 @@ class DistConfig:
                                    minimum=0),
             stream_window=env("MXKV_STREAM_WINDOW", 2, int, minimum=1),
             bulk_transport=_bulk_mode(env("MXKV_BULK_TRANSPORT", "tcp")),
-            bulk_congestion=_congestion(env("MXKV_BULK_CONGESTION", "cubic")),
+            bulk_congestion=_congestion(env("MXKV_BULK_CONGESTION", DEFAULT_BULK_CONGESTION)),
             bigarray_bound=env("MXNET_KVSTORE_BIGARRAY_BOUND", DEFAULT_DIST_BOUND, int,
                                minimum=1),
             slice_threshold=env("MXNET_KVSTORE_SLICE_THRESHOLD", 40 * 1000, int, minimum=1),
