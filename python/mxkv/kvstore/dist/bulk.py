@@ -414,7 +414,6 @@ class _Slot:
         self.into: Optional[Callable[[list], Optional[List[np.ndarray]]]] = None
 
 
-
 def connect(address: Tuple[str, int], secret: bytes, client: bytes,
             timeout: float = 10.0, congestion: str = DEFAULT_BULK_CONGESTION) -> socket.socket:
     """An authenticated connection to a :class:`BulkServer` (ConnectionError
