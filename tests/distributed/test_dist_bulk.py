@@ -265,7 +265,7 @@ def test_both_ends_of_a_connection_use_the_congestion_control_asked_for():
 
 
 @pytest.mark.skipif(not hasattr(socket, "TCP_CONGESTION"), reason="no TCP_CONGESTION here")
-def test_no_congestion_control_asked_for_keeps_the_kernels(server):
+def test_no_congestion_control_asked_for_keeps_the_kernels():
     plain = BulkServer("127.0.0.1", SECRET, congestion="")
     try:
         sock = connect(plain.address, SECRET, b"k" * 16, congestion="")
