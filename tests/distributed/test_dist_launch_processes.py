@@ -350,3 +350,23 @@ def test_a_launcher_sigkilled_while_it_creates_the_job_leaves_nothing(launcher):
     launch.proc.kill()
     assert launch.end() == -signal.SIGKILL
     _assert_nothing_left(launch, made[0])
+
+
+def test_a_remote_process_read_waits_for_a_line_or_the_end_not_longer():
+    from mxkv.kvstore.dist.processes import RemoteProcess
+
+    rp = RemoteProcess()
+    rp.begin([sys.executable, "-c", "import time; time.sleep(0.5); print('one', flush=True);"
+              " time.sleep(0.5)"], {})
+    assert rp.read() == ([], None)        # no wait: answered at once, nothing yet
+    t = time.monotonic()
+    assert rp.read(wait=120) == ([b"one\n"], None)   # answered by the line
+    assert rp.read(wait=120) == ([], 0)              # then by the end, with the code
+    assert time.monotonic() - t < 60, "a read waited out its time instead of the output"
+    quiet = RemoteProcess()
+    quiet.begin([sys.executable, "-c", "import time; time.sleep(60)"], {})
+    try:
+        assert quiet.read(wait=0.2) == ([], None)    # nothing within the wait: empty
+    finally:
+        quiet.kill()
+    assert quiet.read(wait=60) == ([], -signal.SIGKILL)

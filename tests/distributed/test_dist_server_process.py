@@ -86,3 +86,27 @@ def test_kvstore_server_runs_without_a_controller_and_a_subclass_s_is_refused(jo
     job.close()
     t.join(120)
     assert not t.is_alive()
+
+
+def test_a_launched_commands_actor_takes_a_signal_while_a_read_waits(jobs, monkeypatch):
+    # mxkv launch --launcher ray: the launcher's one read waits in the actor
+    # for output; SIGTERM forwarded meanwhile must not queue behind it
+    import signal
+    import sys
+
+    from mxkv.kvstore.dist import processes
+
+    monkeypatch.setattr(processes, "READ_WAIT_S", 600.0)
+    rp = processes.RayProcess([sys.executable, "-c", "import time; time.sleep(600)"], {},
+                              "test: ")
+    try:
+        assert rp.poll() is None          # its read now waits (600 s) in the actor
+        time.sleep(0.5)
+        rp.signal(signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while rp.poll() is None:
+            assert time.monotonic() < deadline, "the signal waited behind the read"
+            time.sleep(0.05)
+        assert rp.code == -signal.SIGTERM
+    finally:
+        rp.kill()

@@ -97,31 +97,49 @@ class RemoteProcess:
     """A command run by a Ray actor on some node (``--launcher ray``).
 
     The command gets that node's environment plus the job's variables; its
-    output lines are fetched by the launcher and printed prefixed.
+    output lines are fetched by the launcher and printed prefixed. The
+    actor is threaded (:data:`ACTOR_CONCURRENCY`): a :meth:`read` waits for
+    output while :meth:`signal` and :meth:`kill` go on.
     """
 
     def start(self, cmd: List[str], env: Dict[str, str]) -> Tuple[str, str]:
         """Start ``cmd``; returns this node's host name and Ray node id."""
-        import collections
         import socket
 
         import ray
 
+        self.begin(cmd, env)
+        return socket.gethostname(), ray.get_runtime_context().get_node_id()
+
+    def begin(self, cmd: List[str], env: Dict[str, str]) -> None:
+        """Start ``cmd`` and the thread that reads its output (:meth:`start`
+        without Ray)."""
+        import collections
+
         self.lines: "collections.deque[bytes]" = collections.deque()
+        self._more = threading.Condition()
         self._held = _hold_job_dir(env.get("MXKV_JOB", ""))
         self.proc = _spawn(cmd, env, False)
         threading.Thread(target=self._pump, daemon=True).start()
-        return socket.gethostname(), ray.get_runtime_context().get_node_id()
 
     def _pump(self) -> None:
         for line in iter(self.proc.stdout.readline, b""):  # type: ignore[union-attr]
-            self.lines.append(line)
-        self.lines.append(b"")   # end of output
+            with self._more:
+                self.lines.append(line)
+                self._more.notify_all()
+        with self._more:
+            self.lines.append(b"")   # end of output
+            self._more.notify_all()
 
-    def read(self) -> Tuple[List[bytes], Optional[int]]:
-        out = []
-        while self.lines:
-            out.append(self.lines.popleft())
+    def read(self, wait: float = 0.0) -> Tuple[List[bytes], Optional[int]]:
+        """The lines printed since the last read, and the exit code once the
+        output has ended (else None). Waits up to ``wait`` s for a line or
+        the end, so that a quiet command costs the launcher one call per
+        ``wait`` s rather than one per poll."""
+        with self._more:
+            self._more.wait_for(lambda: bool(self.lines), timeout=max(0.0, wait))
+            out = list(self.lines)
+            self.lines.clear()
         done = bool(out) and out[-1] == b""
         return [x for x in out if x], (self.proc.wait() if done else None)
 
@@ -134,6 +152,12 @@ class RemoteProcess:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+
+
+#: a :class:`RemoteProcess` actor's threads: a waiting read, a signal, a kill
+ACTOR_CONCURRENCY = 4
+#: how long a :class:`RemoteProcess` read waits for output (s)
+READ_WAIT_S = 2.0
 
 
 def _hold_job_dir(job: str) -> Optional[int]:
@@ -167,7 +191,8 @@ class RayProcess:
                  options: Optional[dict] = None) -> None:
         import ray
 
-        opts = {"num_cpus": 0, "scheduling_strategy": "SPREAD", **(options or {})}
+        opts = {"num_cpus": 0, "scheduling_strategy": "SPREAD",
+                "max_concurrency": ACTOR_CONCURRENCY, **(options or {})}
         self.actor = ray.remote(RemoteProcess).options(**opts).remote()
         self.ray = ray
         self.prefix = prefix.encode()
@@ -178,10 +203,12 @@ class RayProcess:
     def poll(self) -> Optional[int]:
         """The command's exit code, None while it runs; prints the lines
         read so far. Never waits: a host that stopped answering must not
-        hold up the launcher (its workers are declared dead meanwhile)."""
+        hold up the launcher (its workers are declared dead meanwhile). One
+        read is out at a time, answered when there is output, when the
+        command ends, or after :data:`READ_WAIT_S`."""
         if self.code is None:
             if self._reading is None:
-                self._reading = self.actor.read.remote()
+                self._reading = self.actor.read.remote(READ_WAIT_S)
             if not self.ray.wait([self._reading], timeout=0)[0]:
                 return None
             ref, self._reading = self._reading, None
