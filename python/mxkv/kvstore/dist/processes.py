@@ -193,7 +193,8 @@ class RayProcess:
 
         opts = {"num_cpus": 0, "scheduling_strategy": "SPREAD",
                 "max_concurrency": ACTOR_CONCURRENCY, **(options or {})}
-        self.actor = ray.remote(RemoteProcess).options(**opts).remote()
+        # (Any: the handle's methods are called through .remote)
+        self.actor: Any = ray.remote(RemoteProcess).options(**opts).remote()
         self.ray = ray
         self.prefix = prefix.encode()
         self.code: Optional[int] = None
