@@ -19,6 +19,7 @@ import pytest
 from mxkv.kvstore.dist.bulk import (
     PULL,
     PUSH,
+    BufferPool,
     BulkClient,
     BulkLost,
     BulkRef,
@@ -129,6 +130,62 @@ def test_pushes_and_pull_answers_cross_one_connection(server):
         assert server.send(client.id, token, ARRAYS[:2])
         same(client.wait(token, 20), ARRAYS[:2])
         assert not server.send(b"n" * 16, 5, ARRAYS)   # no such client: through Ray
+    finally:
+        client.close()
+
+
+def test_a_pooled_buffer_comes_again_only_once_nothing_else_holds_it():
+    pool = BufferPool(limit=1 << 20)
+    f32 = np.dtype(np.float32)
+    a = pool.get(f32, (4, 8))
+    assert a.shape == (4, 8) and a.dtype == f32 and a.flags.c_contiguous
+    b = pool.get(f32, (4, 8))
+    assert b is not a                     # a is held (here)
+    a[:] = 1
+    view = a.reshape(-1)[3:]              # a view holds a too
+    mem = memoryview(b)                   # and a memoryview holds b
+    del a, b
+    c = pool.get(f32, (4, 8))
+    assert not np.shares_memory(c, view) and c.base is None
+    del view
+    d = pool.get(f32, (4, 8))
+    assert (d == 1).all()                 # a's buffer, written before: used again
+    mem.release()
+    del mem
+    e = pool.get(f32, (4, 8))             # b's, free once the memoryview is gone
+    assert not np.shares_memory(e, d) and not np.shares_memory(e, c)
+    assert pool.get(np.dtype(np.float64), (4, 8)).dtype == np.float64   # another kind
+    assert (pool.made, pool.reused) == (4, 2)
+
+
+def test_a_pool_keeps_no_more_than_its_limit():
+    pool = BufferPool(limit=3 * 1024)
+    u8 = np.dtype(np.uint8)
+    kept = [pool.get(u8, (1024,)) for _ in range(4)]   # the 4th is over the limit
+    assert pool.bytes == 3 * 1024
+    last = kept.pop()
+    del kept, last
+    again = [pool.get(u8, (1024,)) for _ in range(4)]
+    assert (pool.made, pool.reused) == (5, 3)      # the 4th was not kept: fresh
+    assert pool.bytes == 3 * 1024
+    assert pool.get(u8, (0,)).size == 0 and pool.bytes == 3 * 1024
+    del again
+
+
+def test_pushed_chunks_are_received_into_buffers_the_server_uses_again(server):
+    client = BulkClient(lambda: server.address, SECRET)
+    try:
+        seen = []
+        for i in range(4):
+            ref = BulkRef(client.id, client.token(), [a * (i + 1) for a in ARRAYS])
+            client.send(ref)
+            got = take(server, BulkRef(ref.client, ref.token))
+            same(got, [a * (i + 1) for a in ARRAYS])
+            seen.append([g.__array_interface__["data"][0] for g in got if g.nbytes])
+            del got    # (taken and done with, as a shard's summed round)
+        # every chunk after the first came into the first one's buffers
+        assert all(s == seen[0] for s in seen[1:])
+        assert server.pool.reused == 3 * len(seen[0])
     finally:
         client.close()
 

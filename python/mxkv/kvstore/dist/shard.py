@@ -761,5 +761,8 @@ class ServerShard:
                 "bulk": None if self.bulk is None else self.bulk.address,
                 "bulk_received": 0 if self.bulk is None else self.bulk.received,
                 "bulk_congestion": {} if self.bulk is None else dict(self.bulk.congestions),
+                "bulk_buffers": {} if self.bulk is None else {
+                    "made": self.bulk.pool.made, "reused": self.bulk.pool.reused,
+                    "bytes": self.bulk.pool.bytes},
                 **self.pub.stats()}
 
