@@ -42,7 +42,7 @@ except ImportError:  # numpy 1.x
         state.__exit__(None, None, None)
 
 
-def normalize_dtype(dtype: Any, default: np.dtype | None = DEFAULT_DTYPE) -> np.dtype:
+def normalize_dtype(dtype: Any, default: np.dtype = DEFAULT_DTYPE) -> np.dtype:
     """``dtype`` (a name, numpy type or dtype object; None means ``default``) as np.dtype."""
     if dtype is None:
         return default

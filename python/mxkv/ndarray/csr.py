@@ -27,7 +27,7 @@ No GPU memory and no csr in a KVStore: a CUDA context is refused, naming it.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast, overload
 
 import numpy as np
 
@@ -154,15 +154,23 @@ class CSRNDArray(NDArray):
 
     # ------------------------------------------------------------------ copies
     def copy(self) -> CSRNDArray:
-        return CSRNDArray(*(a.copy() for a in self._csr), self._shape, self._ctx,
+        data, indices, indptr = self._csr
+        return CSRNDArray(data.copy(), indices.copy(), indptr.copy(), self._shape, self._ctx,
                           full_check=False)
+
+    @overload
+    def copyto(self, other: Context) -> CSRNDArray: ...
+
+    @overload
+    def copyto(self, other: Any) -> NDArray: ...
 
     def copyto(self, other: Any) -> NDArray:
         """Copy onto a context (a new array) or into ``other``: a csr array of
         this shape (cast to its dtype) or a dense NDArray of this shape and dtype."""
         if isinstance(other, Context):
-            return CSRNDArray(*(a.copy() for a in self._csr), self._shape, _host_ctx(other),
-                              full_check=False)
+            data, indices, indptr = self._csr
+            return CSRNDArray(data.copy(), indices.copy(), indptr.copy(), self._shape,
+                              _host_ctx(other), full_check=False)
         if self._copy_is_noop(other):
             return self
         if isinstance(other, CSRNDArray):
@@ -253,7 +261,8 @@ class CSRNDArray(NDArray):
         return _provided("csr_binary")(self, other, name, reverse, inplace)
 
     def __neg__(self) -> CSRNDArray:
-        return self._binary(-1, "multiply")
+        # (csr_ops.binary keeps csr storage for a csr array times a scalar)
+        return cast(CSRNDArray, self._binary(-1, "multiply"))
 
     def __pos__(self) -> NDArray:
         raise MXNetTypeError("bad operand type for unary +: 'CSRNDArray' (as MXNet 1.9.1)")
@@ -361,7 +370,7 @@ def csr_matrix(arg1: Any, shape: Any = None, ctx: Context | None = None,
             raise MXNetTypeError(f"csr_matrix: {type(arg1).__name__} is not array-like: "
                                  f"{exc}") from None
     dt = normalize_dtype(dtype, default=src.dtype if isinstance(arg1, (NDArray, np.ndarray))
-                         else np.float32)
+                         else np.dtype(np.float32))
     _check_shape(src.shape, shape)
     return _from_dense(src.astype(dt, copy=False), _host_ctx(ctx))
 
@@ -373,7 +382,7 @@ def _from_definition(data: Any, indices: Any, indptr: Any, shape: Any, ctx: Any,
                              for a in (data, indices, indptr))
     # as MXNet: the source's dtype for an NDArray or numpy source, else float32
     dt = normalize_dtype(dtype, default=data.dtype if isinstance(src, (NDArray, np.ndarray))
-                         else np.float32)
+                         else np.dtype(np.float32))
     if shape is None:
         if indices.size == 0:
             raise MXNetValueError("csr_matrix((data, indices, indptr)) without shape: no "
