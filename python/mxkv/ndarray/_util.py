@@ -6,6 +6,7 @@ Every function here that *copies* says so in its name or docstring
 from __future__ import annotations
 
 import contextlib
+import types
 from typing import Any
 
 import numpy as np
@@ -175,6 +176,15 @@ def local_operand(arr: Any, dst: Any) -> Any:
     return to_device(arr, gpu(dst.device.id))
 
 
+def _device_cupy(dst: Any) -> types.ModuleType:
+    """CuPy, for ``dst`` that is not a numpy array (so a CuPy one, which needs CuPy)."""
+    cp = cupy_or_none()
+    if cp is None:
+        raise MXNetTypeError(f"{type(dst).__name__} is not a numpy array, and CuPy (for a "
+                             "GPU array) is not available")
+    return cp
+
+
 def copy_into(dst: Any, src: Any) -> None:
     """Write ``src`` (scalar, numpy or cupy array on any device) into ``dst``'s buffer.
 
@@ -189,7 +199,7 @@ def copy_into(dst: Any, src: Any) -> None:
         if is_host(dst):
             dst.fill(src)
         else:
-            with cupy_or_none().cuda.Device(dst.device.id):
+            with _device_cupy(dst).cuda.Device(dst.device.id):
                 dst.fill(src)
         return
     if tuple(np.broadcast_shapes(src.shape, dst.shape)) != tuple(dst.shape):
@@ -198,7 +208,7 @@ def copy_into(dst: Any, src: Any) -> None:
     if is_host(dst):
         np.copyto(dst, src if is_host(src) else src.get(), casting="unsafe")
         return
-    cp = cupy_or_none()
+    cp = _device_cupy(dst)
     with cp.cuda.Device(dst.device.id):
         cp.copyto(dst, local_operand(src, dst), casting="unsafe")
 
