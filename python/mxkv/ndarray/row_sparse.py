@@ -12,7 +12,7 @@ module's public names.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -197,13 +197,17 @@ class RowSparseNDArray(NDArray):
 
     def copy(self) -> RowSparseNDArray:
         """A new row_sparse array with the same rows and values, on the same context."""
-        return self.copyto(self._ctx)
+        return self._copy_onto(self._ctx)
+
+    def _copy_onto(self, ctx: Context) -> RowSparseNDArray:
+        """A new row_sparse array with these rows and values, on ``ctx``."""
+        return RowSparseNDArray(to_device(self._data, ctx), to_device(self._indices, ctx),
+                                self._shape, ctx)
 
     def copyto(self, other: Any) -> NDArray:
         """Copy onto a Context (new array) or into an NDArray of either storage."""
         if isinstance(other, Context):
-            return RowSparseNDArray(to_device(self._data, other), to_device(self._indices, other),
-                                    self._shape, other)
+            return self._copy_onto(other)
         if self._copy_is_noop(other):
             return self
         if isinstance(other, RowSparseNDArray):
@@ -269,7 +273,7 @@ class RowSparseNDArray(NDArray):
     # ------------------------------------------------------------------ arithmetic
     def _binary(self, other: Any, name: str, reverse: bool = False,
                 inplace: bool = False) -> NDArray:
-        res = None
+        res: NDArray | None = None
         if isinstance(other, RowSparseNDArray) and name in ("add", "subtract") and \
                 other.shape == self._shape:
             res = _rsp_add(self, other, name, reverse)
@@ -288,9 +292,8 @@ class RowSparseNDArray(NDArray):
             if res.shape != self._shape:
                 raise MXNetValueError(f"in-place operator: the result shape {res.shape} "
                                       f"differs from the destination's shape {self._shape}")
-            if res.stype != "row_sparse":
-                res = dense_to_rsp(res)
-            self._data, self._indices = res._data, res._indices
+            rsp = res if isinstance(res, RowSparseNDArray) else dense_to_rsp(res)
+            self._data, self._indices = rsp._data, rsp._indices
             return self
         return res
 
@@ -300,7 +303,8 @@ class RowSparseNDArray(NDArray):
         return not bool(zero._binary(scalar, name, reverse)._array[0])
 
     def __neg__(self) -> RowSparseNDArray:
-        return self._binary(-1, "multiply")
+        # (0 * -1 is 0: _binary keeps row_sparse storage, on the same rows)
+        return cast(RowSparseNDArray, self._binary(-1, "multiply"))
 
     @property
     def T(self) -> NDArray:

@@ -10,7 +10,7 @@ refuses such a value (``kvstore.keys``).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -125,7 +125,7 @@ def row_sparse_array(arg1: Any, shape: Any = None, ctx: Context | None = None,
                                   "(data, indices) or a shape)")
         if is_shape:
             _check_shape(arg1, shape)
-            return zeros("row_sparse", arg1, ctx=ctx, dtype=dtype)
+            return empty_row_sparse(arg1, ctx=ctx, dtype=dtype)
         src_data, src_idx = arg1
         dt = _source_dtype(src_data, dtype)
         data = _host_or_xp(src_data, dt)
@@ -159,7 +159,7 @@ def row_sparse_array(arg1: Any, shape: Any = None, ctx: Context | None = None,
         return made
     if isinstance(arg1, RowSparseNDArray):
         _check_shape(arg1.shape, shape)
-        out = arg1.copyto(ctx)
+        out = arg1._copy_onto(ctx)
         return out if dtype is None else out.astype(dtype, copy=False)
     if isinstance(arg1, NDArray):
         _check_shape(arg1.shape, shape)
@@ -176,8 +176,17 @@ def row_sparse_array(arg1: Any, shape: Any = None, ctx: Context | None = None,
     return dense_to_rsp(NDArray(to_device(host, ctx, dt), ctx))
 
 
+@overload
+def retain(data: NDArray, indices: Any = ..., out: None = ...,
+           **kwargs: Any) -> RowSparseNDArray: ...
+
+
+@overload
+def retain(data: NDArray, indices: Any = ..., out: NDArray = ..., **kwargs: Any) -> NDArray: ...
+
+
 def retain(data: NDArray, indices: Any = None, out: NDArray | None = None,
-           **kwargs: Any) -> RowSparseNDArray:
+           **kwargs: Any) -> NDArray:
     """The rows ``indices`` of ``data`` (row_sparse or dense), as a RowSparseNDArray.
 
     The result stores exactly the requested rows, sorted and unique; a row
