@@ -528,6 +528,16 @@ def test_row_sparse_array_from_lists_of_lists():
     assert r.asnumpy().tolist() == [[1, 2], [0, 0], [3, 4]]
 
 
+def test_row_sparse_array_refuses_csr_data_naming_its_storage():
+    # (it raised AttributeError: a csr array has no _densify)
+    c = mx.nd.sparse.csr_matrix(([1.0, 2.0], [0, 1], [0, 1, 2]), shape=(2, 2))
+    with pytest.raises(MXNetError, match="got a csr one"):
+        mx.nd.sparse.row_sparse_array((c, [0, 1]), shape=(2, 2))
+    r = mx.nd.sparse.row_sparse_array(([[1.0, 2.0]], [1]), shape=(2, 2))
+    assert mx.nd.sparse.row_sparse_array((r, [0, 1]), shape=(2, 2)).asnumpy().tolist() == \
+        [[0, 0], [1, 2]]
+
+
 def test_row_sparse_array_from_a_shape_of_three_dims():
     assert mx.nd.sparse.row_sparse_array((2, 3, 4)).shape == (2, 3, 4)
 

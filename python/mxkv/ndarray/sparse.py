@@ -86,7 +86,12 @@ def _source_dtype(src: Any, dtype: Any) -> np.dtype:
 
 def _host_or_xp(src: Any, dtype: np.dtype | None) -> Any:
     if isinstance(src, NDArray):
-        return src._array if src.stype == "default" else src._densify()
+        if src.stype == "default":
+            return src._array
+        if isinstance(src, RowSparseNDArray):
+            return src._densify()
+        raise MXNetTypeError(f"expected a dense or row_sparse array, got a {src.stype} one "
+                             f"of shape {src.shape} (use tostype('default') first)")
     if is_host(src) or hasattr(src, "__cuda_array_interface__"):
         return src
     try:
