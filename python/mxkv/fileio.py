@@ -45,6 +45,9 @@ TRAILER = b"MXKVCRC1"
 TRAILER_LEN = len(TRAILER) + 4
 
 PathLike = Union[str, "os.PathLike[str]"]
+#: A piece of a file's contents: any bytes-like object (``f.write`` and
+#: ``zlib.crc32`` take each as it is).
+Chunk = Union[bytes, bytearray, memoryview]
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | \
     getattr(os, "O_CLOEXEC", 0)
 
@@ -135,7 +138,7 @@ def _mode_of(path: str) -> int | None:
     return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
 
 
-def atomic_write(fname: PathLike, chunks: Iterable[bytes], what: str = "file") -> None:
+def atomic_write(fname: PathLike, chunks: Iterable[Chunk], what: str = "file") -> None:
     """Write the bytes of ``chunks`` to ``fname`` atomically (see the module doc).
 
     Parameters
@@ -203,7 +206,7 @@ def read_bytes(fname: PathLike, what: str = "file") -> bytes:
         raise MXNetIOError(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
 
 
-def with_trailer(chunks: Iterable[bytes]) -> Iterator[bytes]:
+def with_trailer(chunks: Iterable[Chunk]) -> Iterator[Chunk]:
     """``chunks``, then the checksum trailer over all of them (computed as they pass)."""
     crc = 0
     for c in chunks:

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..base import MXNetIOError
 from ..context import Context, cpu
-from ..fileio import TRAILER, atomic_write, check_trailer, read_bytes, with_trailer
+from ..fileio import TRAILER, Chunk, atomic_write, check_trailer, read_bytes, with_trailer
 from ._util import MXNetTypeError, is_host, to_device
 from .csr import CSRNDArray
 from .io_base import (
@@ -72,46 +72,48 @@ def _shape(dims: Iterable[int]) -> bytes:
     return struct.pack(f"<i{len(dims)}q", len(dims), *dims)
 
 
-def encode_array(arr: NDArray, v3: bool = False) -> List[bytes]:
+def encode_array(arr: NDArray, v3: bool = False) -> List[Chunk]:
     """One array as MXNet's ``NDArray::Save`` writes it (the bytes of a pickle too)."""
     ctx = arr.context
     if arr.stype == "csr":
         return _encode_csr(arr, v3)
-    rsp = isinstance(arr, RowSparseNDArray)
-    values = arr._data if rsp else arr._array
-    chunks = [struct.pack("<Ii", V3_MAGIC if v3 else V2_MAGIC, 1 if rsp else 0)]
-    if rsp:
+    rsp = arr if isinstance(arr, RowSparseNDArray) else None
+    values = rsp._data if rsp is not None else arr._array
+    chunks: List[Chunk] = [struct.pack("<Ii", V3_MAGIC if v3 else V2_MAGIC,
+                                       0 if rsp is None else 1)]
+    if rsp is not None:
         chunks.append(_shape(values.shape))
     chunks.append(_shape(arr.shape))
     chunks.append(struct.pack("<iii", _DEV_TYPES.get(ctx.device_type, 1), ctx.device_id,
                               TYPE_FLAGS[np.dtype(values.dtype)]))
-    if rsp:
+    if rsp is not None:
         chunks.append(struct.pack("<i", TYPE_FLAGS[np.dtype(np.int64)]))
-        chunks.append(_shape(arr._indices.shape))
+        chunks.append(_shape(rsp._indices.shape))
     host = _host_le(values)
-    chunks.append(memoryview(host).cast("B") if host.nbytes else b"")
-    if rsp:
-        idx = _host_le(arr._indices)
-        chunks.append(memoryview(idx).cast("B") if idx.nbytes else b"")
+    chunks.append(host.data.cast("B") if host.nbytes else b"")
+    if rsp is not None:
+        idx = _host_le(rsp._indices)
+        chunks.append(idx.data.cast("B") if idx.nbytes else b"")
     return chunks
 
 
-def _encode_csr(arr: Any, v3: bool) -> List[bytes]:
+def _encode_csr(arr: Any, v3: bool) -> List[Chunk]:
     """A csr array as ``NDArray::Save``: storage shape (nnz,), shape, context,
     dtype, then the aux arrays indptr and indices (int64), the values, indptr,
     indices."""
     data, indices, indptr = arr._csr
     ctx = arr.context
-    chunks = [struct.pack("<Ii", V3_MAGIC if v3 else V2_MAGIC, 2), _shape(data.shape),
-              _shape(arr.shape),
-              struct.pack("<iii", _DEV_TYPES.get(ctx.device_type, 1), ctx.device_id,
-                          TYPE_FLAGS[np.dtype(data.dtype)])]
+    chunks: List[Chunk] = [
+        struct.pack("<Ii", V3_MAGIC if v3 else V2_MAGIC, 2), _shape(data.shape),
+        _shape(arr.shape),
+        struct.pack("<iii", _DEV_TYPES.get(ctx.device_type, 1), ctx.device_id,
+                    TYPE_FLAGS[np.dtype(data.dtype)])]
     for aux in (indptr, indices):
         chunks.append(struct.pack("<i", TYPE_FLAGS[np.dtype(np.int64)]))
         chunks.append(_shape(aux.shape))
     for a in (data, indptr, indices):
         host = _host_le(a)
-        chunks.append(memoryview(host).cast("B") if host.nbytes else b"")
+        chunks.append(host.data.cast("B") if host.nbytes else b"")
     return chunks
 
 
@@ -154,7 +156,7 @@ def _records(data: Any) -> Tuple[List[str], List[NDArray]]:
     raise MXNetTypeError(msg)
 
 
-def encode(data: Any) -> List[bytes]:
+def encode(data: Any) -> List[Chunk]:
     """The chunks of a whole file (trailer excluded) for ``data``."""
     names, arrays = _records(data)
     # MXNet 1.x has no 0-d arrays outside numpy-shape mode: V3 records carry
@@ -163,7 +165,7 @@ def encode(data: Any) -> List[bytes]:
     if v3 and any(isinstance(a, RowSparseNDArray) for a in arrays):
         raise MXNetTypeError("save: a file holding a 0-d array cannot also hold row_sparse "
                              "arrays (MXNet's numpy-shape format has no sparse storage)")
-    chunks = [struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays))]
+    chunks: List[Chunk] = [struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays))]
     for a in arrays:
         chunks.extend(encode_array(a, v3))
     chunks.append(struct.pack("<Q", len(names)))

@@ -5,7 +5,7 @@ flags, the bounds-checked :class:`Reader`, and where a saved array lands
 from __future__ import annotations
 
 import struct
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 
@@ -19,9 +19,10 @@ V2_MAGIC = 0xF993FAC9
 V3_MAGIC = 0xF993FACA
 MAX_NDIM = 32  # beyond any real array: a larger ndim means a corrupted file
 
-TYPE_FLAGS = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2,
-              np.dtype(np.uint8): 3, np.dtype(np.int32): 4, np.dtype(np.int8): 5,
-              np.dtype(np.int64): 6, np.dtype(np.bool_): 7}
+TYPE_FLAGS: Dict[np.dtype, int] = {
+    np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2,
+    np.dtype(np.uint8): 3, np.dtype(np.int32): 4, np.dtype(np.int8): 5,
+    np.dtype(np.int64): 6, np.dtype(np.bool_): 7}
 FLAG_TYPES = {v: k for k, v in TYPE_FLAGS.items()}
 _DEV_TYPES = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
 
