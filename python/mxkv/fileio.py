@@ -30,7 +30,7 @@ import socket
 import stat
 import struct
 import zlib
-from typing import Iterable, Iterator, Union
+from typing import Iterable, Iterator, List, Union
 
 from .base import MXNetIOError, MXNetTypeError
 
@@ -92,7 +92,7 @@ def stale_temporaries(path: str) -> list:
     directory, name = os.path.split(path)
     prefix = name + TEMP_MARK
     host = _host()
-    stale = []
+    stale: List[str] = []
     try:
         entries = os.scandir(directory or ".")
     except OSError:
