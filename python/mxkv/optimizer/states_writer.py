@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 import pickle
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Dict, Tuple
 
 from .. import lr_scheduler
 from ..ndarray import NDArray
@@ -68,7 +68,24 @@ def _optimizer_state(obj: Any) -> dict:
     return out
 
 
-class _MXNetPickler(pickle._Pickler):  # the pure-Python pickler: it lets us write a global
+if TYPE_CHECKING:
+    class _PurePickler(pickle._Pickler):
+        """The undocumented parts of the pure-Python pickler this module uses
+        (typeshed declares only the public ones)."""
+
+        memo: Dict[int, Tuple[int, Any]]  # id(obj) -> (memo index, obj)
+        write: Callable[[bytes], Any]     # (an instance attribute: the framer's write)
+
+        def save(self, obj: Any, save_persistent_id: bool = True) -> None: ...
+
+        def get(self, i: int) -> bytes: ...
+
+        def memoize(self, obj: Any) -> None: ...
+else:
+    _PurePickler = pickle._Pickler
+
+
+class _MXNetPickler(_PurePickler):  # the pure-Python pickler: it lets us write a global
     def __init__(self, file: Any) -> None:
         super().__init__(file, protocol=PROTOCOL)
         self._globals: dict = {}
