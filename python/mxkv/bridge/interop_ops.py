@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 import weakref
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 import numpy as np
 
@@ -42,7 +43,7 @@ def _unlink(path: str) -> None:
 
 def _mmap_of(arr: np.ndarray):
     """The mmap object at the bottom of ``arr``'s base chain, or None."""
-    base = arr
+    base: Any = arr  # (then each base in turn: arrays, memoryviews, the mmap)
     while base is not None:
         if isinstance(base, mmap.mmap):
             return base
@@ -103,6 +104,14 @@ def shared_file_of(host: np.ndarray):
 
 class InteropOps:
     """Mixin of EngineFacade: needs ``mx``, ``memory``, ``put``, ``nd``, ``meta``."""
+
+    # What EngineFacade provides, declared for the type checker (annotations
+    # only: nothing here is an attribute of the mixin)
+    _lock: threading.RLock
+    put: Callable[[Any], int]
+    nd: Callable[[int], Any]
+    meta: Callable[..., list]
+    host: Callable[[Any], np.ndarray]
 
     def _init_interop(self) -> None:
         #: published objects; a host shares one table among its engines (use_names)
