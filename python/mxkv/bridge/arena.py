@@ -167,6 +167,12 @@ class Arena:
                 pass
         return size
 
+    def _mapped(self) -> mmap.mmap:
+        """The current mapping; RuntimeError once the arena is closed."""
+        if self._mm is None:
+            raise RuntimeError(f"{self.path}: the arena is closed")
+        return self._mm
+
     def claim(self, ticket: int) -> bool:
         """Mark call ``ticket`` (a positive number the JVM chose) as started:
         write it in its slot of the call board, before the engine looks at the
@@ -176,15 +182,16 @@ class Arena:
         written, when the slot already holds ``ticket``: the call was
         delivered twice."""
         off = BOARD + 8 * (ticket % BOARD_SLOTS)
-        if _SLOT.unpack_from(self._mm, off)[0] == ticket:
+        mm = self._mapped()
+        if _SLOT.unpack_from(mm, off)[0] == ticket:
             return False
-        _SLOT.pack_into(self._mm, off, ticket)
+        _SLOT.pack_into(mm, off, ticket)
         return True
 
     def buffer(self, limit: int = (1 << 31) - 1) -> memoryview:
         """The whole memory (at most ``limit`` bytes: one Java buffer's most),
         for a direct buffer on the JVM side."""
-        return memoryview(self._mm)[:min(self.size, limit)]
+        return memoryview(self._mapped())[:min(self.size, limit)]
 
     def resident(self) -> int:
         """Bytes of memory the file (or anonymous memory) uses; it may be sparse."""
@@ -208,7 +215,7 @@ class Arena:
 
     def view(self, dtype, count: int, offset: int = 0) -> np.ndarray:
         """A numpy view of ``count`` elements of ``dtype`` at byte ``offset``."""
-        return np.frombuffer(self._mm, dtype=dtype, count=count, offset=offset)
+        return np.frombuffer(self._mapped(), dtype=dtype, count=count, offset=offset)
 
     def copy_in(self, src: np.ndarray, dtype, follow: bool = False, offset: int = HEADER) -> int:
         """Copy ``src`` (any shape) into the file at byte ``offset`` (default:
