@@ -21,6 +21,7 @@ from ...base import MXNetError
 from ...context import Context, cpu_pinned
 from ...ndarray import NDArray
 from ...ndarray.sparse import RowSparseNDArray
+from ..compression import GradientCompression
 from .copies import copy_array
 from .reduce import Reducer
 from .streams import StreamOrder
@@ -57,7 +58,7 @@ class Comm:
 
     def __init__(self) -> None:
         self.reducer = Reducer()
-        self.gc = None
+        self.gc: Optional[GradientCompression] = None
         self.store_ctx: Context = cpu_pinned(0)
         self.streams = StreamOrder()
         self.closed = False

@@ -32,6 +32,7 @@ from ... import ndarray as nd
 from ...context import Context
 from ...ndarray import NDArray
 from ...ndarray._util import device_scope
+from ..compression import GradientCompression
 from .base import Comm
 from .peer import Copier
 
@@ -181,10 +182,16 @@ class CommDevice(Comm):
             self.copier.copy(out, target)
         return out
 
+    def _compression(self) -> GradientCompression:
+        """The gradient compression a compressed reduce uses (set: the caller checked)."""
+        if self.gc is None:
+            raise RuntimeError("a compressed reduce without gradient compression set")
+        return self.gc
+
     def _host_compressed(self, srcs, residuals, target) -> None:
         """Host memory only: quantize+dequantize fused, accumulated straight into
         the target in push order (left to right, as MXNet sums)."""
-        gc = self.gc
+        gc = self._compression()
         tgt = target._array.reshape(-1)
         grads = [s._array.reshape(-1) for s in srcs]
         res = [r._array.reshape(-1) for r in residuals]
@@ -201,7 +208,7 @@ class CommDevice(Comm):
     def _device_compressed(self, key, srcs, residuals, merge) -> None:
         """Quantize on each source's device, move the packed words to the merge
         device, dequantize there, sum."""
-        gc = self.gc
+        gc = self._compression()
         words = gc.packed_size(merge.size)
         parts = []
         for i, s in enumerate(srcs):
