@@ -28,7 +28,7 @@ class CommCPU(Comm):
     def __init__(self) -> None:
         super().__init__()
         self._merge: Dict[Any, NDArray] = {}
-        self._staging: Dict[Any, List[np.ndarray]] = {}
+        self._staging: Dict[Any, List[Optional[np.ndarray]]] = {}
 
     def _host(self, key: Any, srcs: List[NDArray]) -> List[np.ndarray]:
         arrays = [s._array for s in srcs]
@@ -42,10 +42,11 @@ class CommCPU(Comm):
                 continue
             while len(stage) <= i:
                 stage.append(None)
-            if stage[i] is None or stage[i].shape != a.shape or stage[i].dtype != a.dtype:
-                stage[i] = empty_host(self.store_ctx, a.shape, a.dtype)  # pinned: DMA
-            copy_array(stage[i], a)
-            out.append(stage[i])
+            buf = stage[i]
+            if buf is None or buf.shape != a.shape or buf.dtype != a.dtype:
+                buf = stage[i] = empty_host(self.store_ctx, a.shape, a.dtype)  # pinned: DMA
+            copy_array(buf, a)
+            out.append(buf)
         return out
 
     def _reduce(self, key: Any, srcs: List[NDArray], out: Optional[NDArray] = None) -> NDArray:
