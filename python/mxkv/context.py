@@ -31,7 +31,7 @@ import threading
 import types
 import warnings
 import weakref
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 
@@ -94,6 +94,10 @@ class Context(metaclass=_ContextMeta):
     devstr2type: ClassVar[dict] = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
 
     __slots__ = ("device_id", "device_typeid")
+    device_typeid: int
+    device_id: int
+    #: :func:`current_context` (set below, once it is defined)
+    current_context: ClassVar[Callable[[], Context]]
 
     def __init__(self, device_type: str | Context, device_id: int = 0) -> None:
         if isinstance(device_type, Context):
