@@ -198,6 +198,15 @@ def current_context() -> Context:
 Context.current_context = staticmethod(current_context)
 
 
+def cuda_device(ctx: Context) -> int:
+    """``ctx.cuda_id`` for a context whose arrays are CuPy's (:attr:`Context.uses_cupy`);
+    MXNetError for a CPU or simulated GPU context, which has no CUDA device."""
+    dev = ctx.cuda_id
+    if dev is None:
+        raise MXNetError(f"context {ctx} has no CUDA device (a CPU or simulated GPU context)")
+    return dev
+
+
 def cpu(device_id: int = 0) -> Context:
     """The CPU context ``cpu(device_id)``; each id is a device of its own."""
     return Context("cpu", device_id)

@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...base import MXNetError
-from ...context import Context, gpu_mode, num_gpus
+from ...context import Context, cuda_device, gpu_mode, num_gpus
 from ...ndarray import NDArray
 from ..keys import key_name
 from .base import Comm
@@ -326,7 +326,7 @@ class CommNCCL(CommDevice):
             devs = sorted((s.context for s in srcs), key=lambda c: c.device_id)
             _check_ranks(devs)
             if devs[0].uses_cupy:
-                self.collectives = CupyNccl([d.cuda_id for d in devs])
+                self.collectives = CupyNccl([cuda_device(d) for d in devs])
             else:
                 self.collectives = SimulatedCollectives(len(devs), devs)
             self.devs = devs
@@ -340,10 +340,13 @@ class CommNCCL(CommDevice):
             self.validate_push({key: srcs})
             coll = self._communicator(srcs)
         merge = self._merge_buf(key, srcs)
-        root = self.devs.index(merge.context)
+        devs = self.devs
+        if devs is None:  # (the communicator is made with its device set)
+            raise RuntimeError("nccl: the communicator has no device set")
+        root = devs.index(merge.context)
         by_ctx = {s.context: s for s in srcs}
         with self._lock, coll.group():
-            for rank, ctx in enumerate(self.devs):
+            for rank, ctx in enumerate(devs):
                 coll.reduce(rank, by_ctx[ctx]._array,
                             merge._array if rank == root else None, root)
         if out is None:
@@ -379,7 +382,7 @@ class CommNCCL(CommDevice):
 def _check_ranks(devs: Sequence[Context]) -> None:
     """NCCL needs one physical GPU per rank, all of one kind."""
     if all(d.uses_cupy for d in devs):
-        ids = [d.cuda_id for d in devs]
+        ids = [cuda_device(d) for d in devs]
         if len(set(ids)) != len(ids):
             raise MXNetError(
                 f"NCCL needs one physical GPU per rank, but {', '.join(str(d) for d in devs)} "

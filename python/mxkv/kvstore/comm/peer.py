@@ -32,7 +32,7 @@ from typing import Any, Dict, Tuple
 import numpy as np
 
 from ...base import env
-from ...context import Context
+from ...context import Context, cuda_device
 from .copies import Staging, copy_array, copy_peer, copy_staged, enable_peer_access, move_async
 from .streams import backend_for
 from .topology import synthetic_links_for_all
@@ -80,7 +80,7 @@ class Copier:
         if known is not None:
             return known
         if src.uses_cupy:
-            ok = enable_peer_access(src.cuda_id, dst.cuda_id)
+            ok = enable_peer_access(cuda_device(src), cuda_device(dst))
         else:
             ok = bool(synthetic_links_for_all().p2p[dst.device_id][src.device_id])
         with self._lock:

@@ -31,7 +31,7 @@ import contextlib
 import threading
 from typing import Any, Dict, Iterable, List, Optional
 
-from ...context import Context, register_stream_owner
+from ...context import Context, cuda_device, register_stream_owner
 from .stream_model import SimulatedStreams, StreamOrderError
 
 __all__ = ["CudaStreams", "StreamOrder", "StreamOrderError", "backend_for", "cuda_backend", "model",
@@ -55,7 +55,7 @@ class CudaStreams:
 
     def key(self, ctx: Context) -> int:
         """The CUDA device a context's work runs on (virtual GPUs share their device's)."""
-        return ctx.cuda_id
+        return cuda_device(ctx)
 
     def current(self, dev: int):
         """The calling thread's current CuPy stream on CUDA device ``dev``."""

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import List, Sequence
 
 from ...base import MXNetValueError, env
-from ...context import Context, num_gpus
+from ...context import Context, cuda_device, num_gpus
 
 __all__ = ["Links", "cuda_links", "link_weights", "links_for", "synthetic_links",
            "synthetic_links_for_all", "TOPOLOGIES"]
@@ -154,7 +154,7 @@ def links_for(devs: Sequence[Context]) -> Links:
     topology over their device ids.
     """
     if devs and all(d.uses_cupy for d in devs) and len({d.cuda_id for d in devs}) == len(devs):
-        return cuda_links([d.cuda_id for d in devs])
+        return cuda_links([cuda_device(d) for d in devs])
     full = synthetic_links_for_all()
     ids = [d.device_id for d in devs]
     return Links([[full.rank[a][b] for b in ids] for a in ids],
