@@ -111,7 +111,7 @@ class _NotForKind(MXNetError):
         super().__init__()
         self.function = function.__name__
         self.alias = alias
-        self.args = [str(type(a)) for a in args]
+        self.args = tuple(str(type(a)) for a in args)  # (BaseException.args is a tuple)
 
     def __str__(self) -> str:
         msg = f"Function {self.function}"
