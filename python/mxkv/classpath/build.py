@@ -45,10 +45,7 @@ def classes_dir(where: Optional[Layout] = None, quiet: bool = False) -> Optional
     """
     where = where or layout()
     if where.kind == "checkout":
-        classes = where.root / "clojure" / "classes"
-        if _stale(where.java_sources, classes):
-            _compile(where.java_sources, classes, quiet)
-        return classes
+        return _checkout_classes(where, quiet)
     if (where.root / JAR_NAME).is_file():
         return None
     digest = hashlib.sha256()
@@ -56,6 +53,14 @@ def classes_dir(where: Optional[Layout] = None, quiet: bool = False) -> Optional
         digest.update(p.read_bytes())
     classes = cache_dir() / f"classes-{digest.hexdigest()[:16]}"
     if not (classes / ".built").is_file():
+        _compile(where.java_sources, classes, quiet)
+    return classes
+
+
+def _checkout_classes(where: Layout, quiet: bool) -> Path:
+    """A checkout's bridge classes (``clojure/classes``), compiled first when stale."""
+    classes = where.root / "clojure" / "classes"
+    if _stale(where.java_sources, classes):
         _compile(where.java_sources, classes, quiet)
     return classes
 
@@ -111,7 +116,7 @@ def build_jar(root: Path, dest: Path, quiet: bool = True) -> Path:
     compiled ahead of time (see :func:`aot`) beside their sources, and its
     compiled bridge classes, one jar as a Clojure library ships."""
     where = Layout("checkout", root)
-    classes = classes_dir(where, quiet)
+    classes = _checkout_classes(where, quiet)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".tmp")
     aot_dir = dest.with_name(dest.name + ".aot")

@@ -7,11 +7,19 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Literal, Optional, overload
 
 from .common import MissingDependency, env
 
 _CLOJURE_JARS = ("clojure.jar", "spec.alpha.jar", "core.specs.alpha.jar")
+
+
+@overload
+def py4j_jar(required: Literal[True] = ...) -> str: ...
+
+
+@overload
+def py4j_jar(required: bool) -> Optional[str]: ...
 
 
 def py4j_jar(required: bool = True) -> Optional[str]:
