@@ -32,7 +32,7 @@ its own buffers must not write into them behind mxkv's back.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, List, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 
@@ -60,6 +60,9 @@ class Share:
     """One holder's claim on a buffer; see :func:`share`."""
 
     __slots__ = ("_root", "_on_write", "active")
+    # (both None once the share is released or its holder told)
+    _root: Optional[np.ndarray]
+    _on_write: Optional[Callable[[], None]]
 
     def __init__(self, root: np.ndarray, on_write: Callable[[], None]) -> None:
         self._root = root
@@ -133,7 +136,8 @@ def before_write(arr: Any) -> None:
     try:
         for s in entries:
             callback, s._on_write, s._root = s._on_write, None, None
-            callback()
+            if callback is not None:  # (always: a released share has left the list)
+                callback()
     finally:
         with _lock:
             if _shares.get(key) is done:
