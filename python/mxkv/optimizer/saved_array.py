@@ -9,7 +9,7 @@ it ``mxkv.optimizer.updater._SavedArray`` (:data:`LEGACY_NAME`).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -31,6 +31,7 @@ class _SavedArray:
     """
 
     __slots__ = ("array", "device_id", "device_type", "indices", "shape")
+    indices: Optional[np.ndarray]  # (a row_sparse array's only)
 
     def __init__(self, nd: Any) -> None:
         ctx = nd.context
