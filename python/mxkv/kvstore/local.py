@@ -577,11 +577,12 @@ class KVStore(KVStoreBase):
                 raise MXNetError(f"{op}: row id {int(bad)} is out of range for key "
                                  f"{key_name(k)} of shape {stored.shape}")
             plan.append((k, o, ids))
-        first = pairs[0][1] if pairs else None
-        for c in copies:
-            if not isinstance(c, NDArray) or c.shape != first.shape:
-                raise MXNetError(f"{op}: every out must have shape {first.shape}, got "
-                                 f"{getattr(c, 'shape', type(c).__name__)}")
+        if copies:  # (they come with exactly one out pulled into: pair_row_ids)
+            first = pairs[0][1]
+            for c in copies:
+                if not isinstance(c, NDArray) or c.shape != first.shape:
+                    raise MXNetError(f"{op}: every out must have shape {first.shape}, got "
+                                     f"{getattr(c, 'shape', type(c).__name__)}")
         return plan, copies
 
     def row_sparse_pull(self, key: Any, out: Any = None, priority: int = 0,
