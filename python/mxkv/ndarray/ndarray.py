@@ -158,6 +158,9 @@ class NDArray:
 
     __array_ufunc__ = None  # numpy operands defer to NDArray's reflected operators
     __array_priority__ = 1000.0
+    #: True on an array over a DLPack producer's memory (kvstore.foreign.wrap
+    #: sets it; declared only: other arrays have no such attribute)
+    _foreign: bool
 
     def __init__(self, array: Any, ctx: Context | None = None) -> None:
         if ctx is None:
