@@ -99,7 +99,11 @@ class LARS(MomentumStates, Optimizer):
         if self.momentum <= 0:
             return 0.0
         if self.momentum_correction and self.last_lr != 0:
-            return self.momentum * (self.cur_lr / self.last_lr)
+            cur, last = self.cur_lr, self.last_lr
+            if cur is None or last is None:  # (_get_lrs sets both before an update)
+                raise RuntimeError("LARS momentum correction before any learning rate was "
+                                   "taken (no update has run _get_lrs)")
+            return self.momentum * (cur / last)
         return self.momentum
 
     @on_weight_device
