@@ -16,6 +16,7 @@ learning-rate schedule are kept under a lock, and the current device
 """
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
 from collections.abc import Sequence
@@ -126,8 +127,9 @@ class Optimizer:
             if type(self).__init__ is __init__:
                 check_optimizer(self)
 
-        __init__.__doc__, __init__.__wrapped__ = init.__doc__, init
-        __init__.__qualname__ = init.__qualname__
+        # (init's __doc__ and __qualname__, and __wrapped__ = init; not its __module__)
+        functools.update_wrapper(__init__, init, assigned=("__doc__", "__qualname__"),
+                                 updated=())
         cls.__init__ = __init__
 
     def _check_params(self) -> None:
@@ -290,13 +292,12 @@ class Optimizer:
         self._all_index_update_counts.setdefault(device_id, {})
         self._local().device = device_id
 
-    def _update_count(self, index: Index | Sequence[Index]) -> None:
+    def _update_count(self, index: Index | list[Index] | tuple[Index, ...]) -> None:
         """Count one more update of ``index`` (or of each index of a list)."""
-        if not isinstance(index, (list, tuple)):
-            index = [index]
+        indices = index if isinstance(index, (list, tuple)) else [index]
         counts = self._index_update_count
         with self._sync():
-            for idx in index:
+            for idx in indices:
                 if idx not in counts:
                     counts[idx] = self.begin_num_update
                 counts[idx] += 1
