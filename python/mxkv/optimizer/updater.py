@@ -14,7 +14,6 @@ under a lock.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -72,21 +71,23 @@ class Updater:
         # keys of loaded states whose shapes no weight has confirmed yet
         self._unchecked: dict[Any, Any] = {}
 
-    def __call__(self, index: int | str | Sequence, grad: Any, weight: Any) -> None:
+    def __call__(self, index: int | str | bytes | list | tuple, grad: Any,
+                 weight: Any) -> None:
         """Update ``weight`` in place from ``grad``; ``index`` is the key (or a list of keys).
 
         The key's state is created on its first update, and moved to the
         weight's context after a :meth:`set_states`.
         """
         if not isinstance(index, (list, tuple)):
-            indices, grads, weights = [index], [grad], [weight]
+            keys, grads, weights = [index], [grad], [weight]
         else:
-            indices, grads, weights = list(index), list(grad), list(weight)
+            keys, grads, weights = list(index), list(grad), list(weight)
         if weights:
             self.optimizer._set_current_context(weights[0].context.device_id)
+        # (bytes keys are their utf-8 text)
+        indices: list[int | str] = [k.decode("utf-8") if isinstance(k, bytes) else k
+                                    for k in keys]
         for i, idx in enumerate(indices):
-            if isinstance(idx, bytes):
-                idx = indices[i] = idx.decode("utf-8")
             if self._unchecked:
                 self.check_state(idx, weights[i].shape)
             if idx not in self.states:
@@ -100,13 +101,13 @@ class Updater:
                     self.states[idx] = state
                     self.states_synced[idx] = True
         if not self.aggregate_updates:
-            for i, w, g in zip(indices, weights, grads):
-                self.optimizer.update_multi_precision(i, w, g, self.states[i])
+            for key, w, g in zip(indices, weights, grads):
+                self.optimizer.update_multi_precision(key, w, g, self.states[key])
             return
         # aggregating optimizers (SGD) take up to aggregate_num same-dtype weights at once
         by_dtype: dict[Any, list] = {}
-        for i, w, g in zip(indices, weights, grads):
-            by_dtype.setdefault(np.dtype(w.dtype), []).append((i, w, g))
+        for key, w, g in zip(indices, weights, grads):
+            by_dtype.setdefault(np.dtype(w.dtype), []).append((key, w, g))
         step = self.optimizer.aggregate_num
         for group in by_dtype.values():
             idxs, ws, gs = zip(*group)
