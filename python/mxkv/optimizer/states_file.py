@@ -29,7 +29,7 @@ from __future__ import annotations
 import io
 import numbers
 import pickle
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 
 import numpy as np
 
@@ -62,10 +62,10 @@ def _mxnet_array(*args: Any) -> Any:
     return klass.__new__(klass)
 
 
-_PICKLED: list = []
+_PICKLED: List[Type[NDArray]] = []
 
 
-def _pickled_array_class() -> type:
+def _pickled_array_class() -> Type[NDArray]:
     """An NDArray subclass accepting only ``{'handle': bytes}`` as its pickled
     state; restoring turns the object into the NDArray the bytes hold."""
     if _PICKLED:
@@ -114,8 +114,8 @@ def _allowed() -> Dict[Tuple[str, str], Any]:
         klass = getattr(lr_scheduler, name)
         table[(klass.__module__, name)] = klass
         table[("mxnet.lr_scheduler", name)] = klass
-    for klass in Optimizer.opt_registry.values():
-        table[(klass.__module__, klass.__qualname__)] = klass
+    for opt_class in Optimizer.opt_registry.values():
+        table[(opt_class.__module__, opt_class.__qualname__)] = opt_class
     return table
 
 
