@@ -489,6 +489,8 @@ class CheckpointLog:
         """Rewrite the log as one record of its newest state (caller holds the
         write lock; :meth:`_rewrite` closes the appending handle)."""
         state, _, _ = load_log(self.path)
+        if state is None:   # (it was just appended to: gone, or emptied behind our back)
+            raise OSError(f"the checkpoint log {self.path} is empty or gone after a write")
         self._rewrite(state)
         self.compactions += 1
 

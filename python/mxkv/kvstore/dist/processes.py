@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple, cast
 
 from ...supervise import LIBC, die_with_parent
 
@@ -193,8 +193,9 @@ class RayProcess:
 
         opts = {"num_cpus": 0, "scheduling_strategy": "SPREAD",
                 "max_concurrency": ACTOR_CONCURRENCY, **(options or {})}
-        # (Any: the handle's methods are called through .remote)
-        self.actor: Any = ray.remote(RemoteProcess).options(**opts).remote()
+        # (Any: the handle's methods are called through .remote, which Ray's
+        # types do not show)
+        self.actor = cast(Any, ray.remote(RemoteProcess).options(**opts).remote())
         self.ray = ray
         self.prefix = prefix.encode()
         self.code: Optional[int] = None
