@@ -211,8 +211,8 @@ class BufferPool:
     into fresh buffers (``np.empty``), each big one came as fresh pages
     from the kernel every round (the allocator hands big blocks back when
     they are freed), faulted and cleared on the round's path: on the
-    emulated hosts with 2 workers per host, 1200-1700 page faults a second
-    per shard, most of them numpy's 2 MiB pages. A buffer here goes back
+    emulated hosts with 2 workers per host, a third of a shard's 1200-1700
+    page faults a second. A buffer here goes back
     to use when the pool holds the only reference to it (CPython's count:
     a view of it, a memoryview, a pending round or a sum being made hold
     one each), so nothing that is still read is written over. Up to
