@@ -182,6 +182,59 @@ def test_the_relay_rings_each_workers_doorbell_with_its_pull_answers(two_nodes):
     assert stats["pull_calls"] == 2 * 2 * ROUNDS, stats
 
 
+def train_and_log_relayed_sends(kv, mx, pause):
+    """``train``, logging each relayed push's doorbell ring and its call in
+    the worker's channel, with a mark where each push call begins."""
+    chan, log = kv._chan, []
+    ring, submit = chan._ring, chan._submit_message
+
+    def logged_ring(msg):
+        rang = ring(msg)
+        log.append(("ring", id(msg), rang))
+        return rang
+
+    def logged_submit(msg, rung=False):
+        if msg.relayed:
+            log.append(("call", id(msg), rung))
+        return submit(msg, rung)
+    chan._ring, chan._submit_message = logged_ring, logged_submit
+    keys = list(range(len(SHAPES)))
+    kv.init(keys, [mx.nd.array(np.full(s, 1.0, np.float32)) for s in SHAPES])
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.01, momentum=0.9))
+    outs = [mx.nd.zeros(s) for s in SHAPES]
+    for i in range(ROUNDS):
+        log.append(("push", i, None))
+        kv.push(keys, [mx.nd.array(value(kv.rank, i, s)) for s in SHAPES])
+        kv.pull(keys, out=outs)
+    return [o.asnumpy() for o in outs], log
+
+
+def test_a_worker_rings_a_rounds_every_chunk_before_its_relay_calls(two_nodes):
+    # (Channel.send) the relay has a push from its doorbell, so a worker
+    # copies and rings every chunk of the round before it makes the chunks'
+    # Ray calls, which took up to 40 ms each on a loaded host
+    results, _, relays = run_job(two_nodes, "relayorder", {"MXKV_STREAM_CHUNK_BYTES": "1000000"},
+                                 fn=train_and_log_relayed_sends)
+    check_values([outs for outs, _ in results])
+    for _, log in results:
+        pushes = [j for j, e in enumerate(log) if e[0] == "push"]
+        assert len(pushes) == ROUNDS
+        for lo, hi in zip(pushes, pushes[1:] + [len(log)]):
+            events = log[lo + 1:hi]
+            rung = [m for kind, m, ok in events if kind == "ring" and ok]
+            calls = [(m, was_rung) for kind, m, was_rung in events if kind == "call"]
+            # the 2.2 MB parts of the big key and the small keys: 2 chunks
+            # or more for each of the 2 shards, all through the relay
+            assert len(rung) >= 4, events
+            # each rung chunk has one call, made once all of them rang
+            assert sorted(m for m, was_rung in calls if was_rung) == sorted(rung), events
+            last_ring = max(j for j, e in enumerate(events) if e[0] == "ring")
+            first_call = min(j for j, e in enumerate(events) if e[0] == "call")
+            assert last_ring < first_call, events
+    [stats] = relays.values()
+    assert stats["sent"] >= 2 * ROUNDS, stats
+
+
 def test_a_relay_whose_shards_have_no_listener_pulls_through_the_object_store(two_nodes):
     # the shards without a TCP listener (MXKV_BULK_TRANSPORT=ray on their
     # side): the relay still fetches each chunk once for both workers, from

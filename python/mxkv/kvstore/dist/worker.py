@@ -320,17 +320,22 @@ class DistKVStore(KVStore):
             for part, payload in self._payloads(k, merged, True):
                 entries.append((part, seq, payload))
         by_shard = self._by_shard(entries)
-        # shards on other nodes first: their chunks leave while the rest is copied
-        for shard in sorted(by_shard, key=lambda s: not self._transport.streamed(s)):
-            items, payloads = by_shard[shard]
-            streamed = self._transport.streamed(shard)
-            for msg, nbytes in self._transport.push_messages(shard, items, payloads):
-                if self._sender is not None:
-                    self._sender.submit(priority, msg, nbytes)
-                elif streamed and not msg.relayed:
-                    self._streamer().submit(0, msg, nbytes)
-                else:
-                    self._chan.send(msg)
+        # shards on other nodes first: their chunks leave while the rest is
+        # copied; the relay's calls once every chunk is copied and rung
+        # (Channel.send)
+        try:
+            for shard in sorted(by_shard, key=lambda s: not self._transport.streamed(s)):
+                items, payloads = by_shard[shard]
+                streamed = self._transport.streamed(shard)
+                for msg, nbytes in self._transport.push_messages(shard, items, payloads):
+                    if self._sender is not None:
+                        self._sender.submit(priority, msg, nbytes)
+                    elif streamed and not msg.relayed:
+                        self._streamer().submit(0, msg, nbytes)
+                    else:
+                        self._chan.send(msg, call_later=True)
+        finally:
+            self._chan.call_rung()   # (also when a copy failed: what rang is kept)
 
     def _streamer(self) -> Any:
         """The sender of chunks to shards on other nodes: in order, at most
