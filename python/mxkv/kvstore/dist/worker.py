@@ -20,7 +20,7 @@ import logging
 import pickle
 import threading
 import weakref
-from typing import Any, Dict, List, Optional, Set, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, cast
 
 import numpy as np
 
@@ -275,10 +275,10 @@ class DistKVStore(KVStore):
             self._chan.reap()
         else:
             calls = []
+            def wait(shard: int, names: List[Any]) -> Callable[[str], Any]:
+                return lambda inc: self._chan.shards[shard].wait_init.remote(inc, names)
             for shard, (items, _) in groups.items():
-                names = [n for n, _ in items]
-                calls.append(Call(shard, lambda inc, s=shard, n=names:
-                                  self._chan.shards[s].wait_init.remote(inc, n),
+                calls.append(Call(shard, wait(shard, [n for n, _ in items]),
                                   "init (waiting for rank 0's values)"))
             self._chan.call(calls, "init (waiting for rank 0's values)")
 
@@ -460,10 +460,10 @@ class DistKVStore(KVStore):
                 lo, hi = np.searchsorted(ids, [part.lo, part.hi])
                 entries.append((part, seq, ids[lo:hi] - part.lo))
         groups = self._by_shard(entries)
-        calls = [Call(s, lambda inc, s=s, items=items, rows=rows:
-                      self._chan.shards[s].row_sparse_pull.remote(inc, self._rank,
-                                                                  Pull.of(items), rows),
-                      "row_sparse_pull")
+        def pull(shard: int, items: Any, rows: Any) -> Callable[[str], Any]:
+            return lambda inc: self._chan.shards[shard].row_sparse_pull.remote(
+                inc, self._rank, Pull.of(items), rows)
+        calls = [Call(s, pull(s, items, rows), "row_sparse_pull")
                  for s, (items, rows) in groups.items()]
         results = self._chan.call(calls, "row_sparse_pull")
         got: Dict[Any, Any] = {}
@@ -487,8 +487,9 @@ class DistKVStore(KVStore):
         """Log a command at the coordinator, then apply it on every shard."""
         seq = self._ray.get(self._coord.command.remote(head, body),
                             timeout=self._job.timeouts.fail)
-        calls = [Call(i, lambda inc, i=i: self._chan.shards[i].command.remote(seq, head, body),
-                      "command") for i in range(self._job.num_servers)]
+        def command(shard: int) -> Callable[[str], Any]:
+            return lambda _inc: self._chan.shards[shard].command.remote(seq, head, body)
+        calls = [Call(i, command(i), "command") for i in range(self._job.num_servers)]
         self._chan.call(calls, "sending a command to the servers")
 
     def _command_to(self, shard: int, head: int, body: Any) -> None:
